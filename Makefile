@@ -1,0 +1,47 @@
+# genvdis: every target runs from a fresh clone. `make install` once, then the others.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+JOBS ?= 2
+SPLITS ?= 1000
+CONFIGS := $(filter-out configs/theory-%.yaml,$(wildcard configs/*.yaml))
+THEORY := $(wildcard configs/theory-*.yaml)
+
+.PHONY: install test lint format all panels theory plot report bench clean
+
+install:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --upgrade pip
+	$(BIN)/pip install -e '.[dev,dask]'
+
+test:
+	$(BIN)/python -m pytest
+
+lint:
+	$(BIN)/ruff check genvdis tests benchmarks
+	$(BIN)/ruff format --check genvdis tests benchmarks
+
+format:
+	$(BIN)/ruff format genvdis tests benchmarks
+	$(BIN)/ruff check --fix genvdis tests benchmarks
+
+# Every figure: the 15 panels (and other configs), the theory experiments, plots, report.
+all: panels theory plot report
+
+panels:
+	$(BIN)/genvdis run $(CONFIGS) --splits $(SPLITS) --jobs $(JOBS)
+
+theory:
+	$(BIN)/genvdis theory $(THEORY) --jobs $(JOBS)
+
+plot:
+	$(BIN)/genvdis plot results/
+
+report:
+	$(BIN)/genvdis report results/
+
+bench:
+	$(BIN)/python benchmarks/bench_engine.py
+
+clean:
+	rm -rf results/*/.checkpoints build dist *.egg-info .pytest_cache .ruff_cache

@@ -1,0 +1,499 @@
+"""Statistics on learning curves: paired differences, crossover, power-law fits, verdicts.
+
+Everything here is a pure function of the per-split `errors.csv` table, except
+`analyse_panel`/`analyse_results`, which also write the CSVs each verdict is traced to.
+The method and its limits are explained in docs/analysis.md.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import yaml
+from scipy import optimize, stats
+
+from genvdis.errors import UserError
+
+NB = "naive_bayes"
+LR = "logistic_regression"
+GENERATIVE = ("naive_bayes", "lda")
+DISCRIMINATIVE = ("logistic_regression",)
+
+TWO_REGIMES = "two regimes"
+NB_BETTER = "NB better throughout"
+LR_BETTER = "LR better throughout"
+MIXED = "mixed"
+NOT_DISTINGUISHABLE = "not distinguishable"
+NO_PAIR = "n/a"
+
+DIFF_COLUMNS = ["m", "mean_diff", "sem", "ci_low", "ci_high", "n_splits"]
+_ERROR_COLUMNS = {"model", "m", "split", "error"}
+
+
+# --------------------------------------------------------------------------- paired differences
+
+
+def _check_errors(errors: pd.DataFrame) -> None:
+    missing = _ERROR_COLUMNS - set(errors.columns)
+    if missing:
+        raise UserError(f"errors table lacks columns {sorted(missing)}")
+
+
+def _paired_matrix(errors: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
+    """Rows m, columns split id, values error_a - error_b (NaN where a split lacks a model)."""
+    _check_errors(errors)
+    wide = errors[errors["model"].isin([a, b])].pivot_table(
+        index=["m", "split"], columns="model", values="error", aggfunc="mean"
+    )
+    if a not in wide.columns or b not in wide.columns:
+        return pd.DataFrame(dtype=float)
+    diff = (wide[a] - wide[b]).dropna()
+    return diff.unstack("split").sort_index()
+
+
+def paired_differences(
+    errors: pd.DataFrame,
+    a: str = LR,
+    b: str = NB,
+    level: float = 0.95,
+) -> pd.DataFrame:
+    """Per m, mean of the paired difference error_a - error_b over splits, with a t interval.
+
+    Pairing removes the split-to-split variation both models share (an easy or hard test set),
+    so the interval is far narrower than one built from the two curves' own intervals.
+    """
+    mat = _paired_matrix(errors, a, b)
+    rows = [_diff_row(int(m), vals[~np.isnan(vals)], level) for m, vals in _iter_rows(mat)]
+    return pd.DataFrame(rows, columns=DIFF_COLUMNS)
+
+
+def _iter_rows(mat: pd.DataFrame):
+    for m, row in mat.iterrows():
+        yield m, row.to_numpy(dtype=float)
+
+
+def _diff_row(m: int, d: np.ndarray, level: float) -> dict[str, Any]:
+    n = len(d)
+    mean = float(np.mean(d)) if n else math.nan
+    if n < 2:
+        return dict(
+            m=m, mean_diff=mean, sem=math.nan, ci_low=math.nan, ci_high=math.nan, n_splits=n
+        )
+    sem = float(np.std(d, ddof=1) / math.sqrt(n))
+    half = float(stats.t.ppf(0.5 + level / 2, df=n - 1)) * sem
+    return dict(m=m, mean_diff=mean, sem=sem, ci_low=mean - half, ci_high=mean + half, n_splits=n)
+
+
+# --------------------------------------------------------------------------- crossover
+
+
+def _crossover_columns(ms: np.ndarray, means: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Vectorised crossover over columns of `means` (shape M x B): grid m and interpolated m.
+
+    The crossover index k is one past the last m whose mean difference is not < 0 (NaN counts
+    as not < 0), valid when k is inside the grid and some earlier mean is > 0. NaN = none.
+    """
+    n_m, n_b = means.shape
+    not_neg = ~(means < 0)
+    any_not_neg = not_neg.any(axis=0)
+    last = np.where(any_not_neg, n_m - 1 - np.argmax(not_neg[::-1], axis=0), -1)
+    k = last + 1
+    pos_before = np.cumsum(means > 0, axis=0)  # pos_before[i] = #positives in 0..i
+    has_pos = np.zeros(n_b, dtype=bool)
+    inside = (k >= 1) & (k < n_m)
+    cols = np.arange(n_b)
+    has_pos[inside] = pos_before[k[inside] - 1, cols[inside]] > 0
+    valid = inside & has_pos
+    grid = np.full(n_b, np.nan)
+    interp = np.full(n_b, np.nan)
+    if not valid.any():
+        return grid, interp
+    kv, cv = k[valid], cols[valid]
+    d_hi, d_lo = means[kv - 1, cv], means[kv, cv]  # d_hi >= 0 > d_lo
+    log_m = np.log(ms.astype(float))
+    frac = d_hi / (d_hi - d_lo)
+    grid[valid] = ms[kv]
+    interp[valid] = np.exp(log_m[kv - 1] + frac * (log_m[kv] - log_m[kv - 1]))
+    return grid, interp
+
+
+def crossover(
+    errors: pd.DataFrame,
+    a: str = LR,
+    b: str = NB,
+    n_boot: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> dict[str, Any]:
+    """Smallest grid m from which a - b stays < 0 (a better for good), after being > 0 earlier.
+
+    The bootstrap resamples split ids jointly across m (see docs/analysis.md) and recomputes
+    the crossover, so the interval reflects how much the crossing point moves with the splits.
+    """
+    mat = _paired_matrix(errors, a, b)
+    out: dict[str, Any] = dict(
+        m_cross=None, m_cross_interp=None, ci_low=None, ci_high=None, frac_no_cross=None, n_boot=0
+    )
+    if mat.empty:
+        return out
+    ms = mat.index.to_numpy(dtype=np.int64)
+    vals = mat.to_numpy(dtype=float)
+    grid, interp = _crossover_columns(ms, np.nanmean(vals, axis=1)[:, None])
+    if not np.isnan(grid[0]):
+        out.update(m_cross=int(grid[0]), m_cross_interp=float(interp[0]))
+    if n_boot > 0:
+        out.update(_bootstrap_crossover(ms, vals, n_boot, seed, level, out["m_cross"] is not None))
+    return out
+
+
+def _bootstrap_crossover(
+    ms: np.ndarray, vals: np.ndarray, n_boot: int, seed: int, level: float, crossed: bool
+) -> dict[str, Any]:
+    """Resample split ids with replacement (same ids at every m) as a count-weight matrix."""
+    rng = np.random.default_rng(seed)
+    n_splits = vals.shape[1]
+    weights = rng.multinomial(n_splits, np.full(n_splits, 1 / n_splits), size=n_boot)
+    weights = weights.astype(float)
+    present = ~np.isnan(vals)
+    sums = np.where(present, vals, 0.0) @ weights.T
+    counts = present.astype(float) @ weights.T
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = np.where(counts > 0, sums / counts, np.nan)
+    _, interp = _crossover_columns(ms, means)
+    hit = interp[~np.isnan(interp)]
+    res: dict[str, Any] = dict(frac_no_cross=float(1 - len(hit) / n_boot), n_boot=n_boot)
+    if crossed and len(hit):
+        tail = 100 * (1 - level) / 2
+        res.update(
+            ci_low=float(np.percentile(hit, tail)), ci_high=float(np.percentile(hit, 100 - tail))
+        )
+    return res
+
+
+# --------------------------------------------------------------------------- power-law fit
+
+
+def _power_law(m: np.ndarray, a: float, b: float, c: float) -> np.ndarray:
+    return a + b * np.power(m, -c)
+
+
+def _nan_fit(n: int, reason: str) -> dict[str, Any]:
+    return dict(
+        ok=False,
+        a=math.nan,
+        a_se=math.nan,
+        b=math.nan,
+        c=math.nan,
+        rmse=math.nan,
+        r2=math.nan,
+        n_points=n,
+        reason=reason,
+    )
+
+
+def _clean_sigma(sem: np.ndarray | None, n: int) -> np.ndarray | None:
+    """Usable weights: zero/NaN sems (e.g. error exactly 0 on every split) get the smallest
+    positive sem, so one point cannot get infinite weight; None when nothing is usable."""
+    if sem is None:
+        return None
+    s = np.asarray(sem, dtype=float)
+    good = np.isfinite(s) & (s > 0)
+    if s.shape != (n,) or not good.any():
+        return None
+    return np.where(good, s, s[good].min())
+
+
+def _start_values(m: np.ndarray, err: np.ndarray) -> list[tuple[float, float, float]]:
+    """A few starts spanning plausible asymptotes and exponents; the best fit wins."""
+    lo = float(np.clip(err.min(), 0.0, 1.0))
+    first = float(err[np.argmin(m)])
+    starts = []
+    for a0 in (lo, 0.9 * lo, max(lo - 0.5 * (first - lo), 0.0)):
+        for c0 in (0.5, 1.0, 0.25):
+            b0 = max(first - a0, 1e-3) * float(m.min()) ** c0
+            starts.append((a0, b0, c0))
+    return starts
+
+
+def fit_learning_curve(m: np.ndarray, err: np.ndarray, sem: np.ndarray | None = None) -> dict:
+    """Fit err(m) = a + b m^-c (the LCDB power law); `a` estimates the asymptotic error.
+
+    Never raises: with < 4 usable points or a failed fit it returns ok=False and NaNs.
+    `a_se` uses the sems as absolute errors but is inflated by the reduced chi-square when
+    the curve fits worse than the sems allow (a conservative choice, see docs).
+    """
+    try:
+        return _fit(np.asarray(m, dtype=float), np.asarray(err, dtype=float), sem)
+    except Exception as exc:  # a fit must never break an analysis run
+        return _nan_fit(int(np.size(m)), f"error: {exc}")
+
+
+def _fit(m: np.ndarray, err: np.ndarray, sem: np.ndarray | None) -> dict[str, Any]:
+    sigma = _clean_sigma(sem, len(m))
+    keep = np.isfinite(m) & np.isfinite(err) & (m > 0)
+    m, err = m[keep], err[keep]
+    sigma = sigma[keep] if sigma is not None else None
+    if len(m) < 4:
+        return _nan_fit(len(m), "fewer than 4 points")
+    best = None
+    for p0 in _start_values(m, err):
+        res = _try_curve_fit(m, err, sigma, p0)
+        if res is not None and (best is None or res[2] < best[2]):
+            best = res
+    if best is None:
+        return _nan_fit(len(m), "curve_fit failed from every start")
+    return _fit_result(m, err, sigma, *best)
+
+
+def _try_curve_fit(m, err, sigma, p0):
+    bounds = ([0.0, 0.0, 1e-3], [1.0, np.inf, 3.0])
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            popt, pcov = optimize.curve_fit(
+                _power_law,
+                m,
+                err,
+                p0=p0,
+                sigma=sigma,
+                absolute_sigma=sigma is not None,
+                bounds=bounds,
+                maxfev=20000,
+            )
+    except (RuntimeError, ValueError, optimize.OptimizeWarning):
+        return None
+    if not np.all(np.isfinite(popt)):
+        return None
+    w = 1.0 if sigma is None else 1.0 / sigma
+    chi2 = float(np.sum(((err - _power_law(m, *popt)) * w) ** 2))
+    return popt, pcov, chi2
+
+
+def _fit_result(m, err, sigma, popt, pcov, chi2) -> dict[str, Any]:
+    resid = err - _power_law(m, *popt)
+    dof = max(len(m) - 3, 1)
+    var_a = float(pcov[0, 0]) if np.isfinite(pcov[0, 0]) else math.nan
+    if sigma is not None:  # absolute sems, inflated when the model misfits them
+        var_a *= max(1.0, chi2 / dof)
+    ss_tot = float(np.sum((err - err.mean()) ** 2))
+    return dict(
+        ok=True,
+        a=float(popt[0]),
+        a_se=math.sqrt(var_a) if var_a >= 0 else math.nan,
+        b=float(popt[1]),
+        c=float(popt[2]),
+        rmse=float(np.sqrt(np.mean(resid**2))),
+        r2=1 - float(np.sum(resid**2)) / ss_tot if ss_tot > 0 else math.nan,
+        n_points=len(m),
+        reason="",
+    )
+
+
+# --------------------------------------------------------------------------- verdict
+
+
+def verdict(diffs: pd.DataFrame) -> str:
+    """Classify a panel from its paired LR - NB differences (significant = CI excludes 0).
+
+    `two regimes` needs every m where NB is significantly better to lie below every m where LR
+    is; significant results on both sides in any other order give `mixed`.
+    """
+    if diffs.empty:
+        return NO_PAIR
+    nb_better = diffs.loc[diffs["ci_low"] > 0, "m"]
+    lr_better = diffs.loc[diffs["ci_high"] < 0, "m"]
+    if len(nb_better) and len(lr_better):
+        return TWO_REGIMES if nb_better.max() < lr_better.min() else MIXED
+    if len(nb_better):
+        return NB_BETTER
+    if len(lr_better):
+        return LR_BETTER
+    return NOT_DISTINGUISHABLE
+
+
+# --------------------------------------------------------------------------- panels
+
+
+def choose_pair(models: list[str]) -> tuple[str, str] | None:
+    """(discriminative, generative) to compare: NB vs LR if both ran, else the first generative
+    model in config order vs LR; None when there is no such pair."""
+    if LR not in models:
+        return None
+    if NB in models:
+        return LR, NB
+    gen = [x for x in models if x in GENERATIVE]
+    return (LR, gen[0]) if gen else None
+
+
+def read_config(panel_dir: Path) -> dict[str, Any]:
+    """The keys the analysis needs, with the folder name standing in when config.yaml lacks."""
+    path = panel_dir / "config.yaml"
+    cfg = yaml.safe_load(path.read_text()) if path.exists() else {}
+    cfg = cfg if isinstance(cfg, dict) else {}
+    name = str(cfg.get("name") or panel_dir.name)
+    models = [
+        str(x["name"]) for x in cfg.get("models") or [] if isinstance(x, dict) and "name" in x
+    ]
+    panel = cfg.get("panel")
+    n_rows = cfg.get("n_rows")
+    return dict(
+        name=name,
+        title=str(cfg.get("title") or name),
+        panel=int(panel) if panel is not None else None,
+        n_rows=int(n_rows) if n_rows is not None else None,
+        models=models,
+    )
+
+
+def model_curves(errors: pd.DataFrame) -> pd.DataFrame:
+    """Mean error and its sem per model and m (from the per-split rows)."""
+    g = errors.groupby(["model", "m"])["error"]
+    out = g.agg(mean="mean", std="std", n="count").reset_index()
+    out["sem"] = out["std"] / np.sqrt(out["n"])
+    return out
+
+
+def _model_numbers(curves: pd.DataFrame, model: str, m_min: int, m_max: int) -> dict[str, Any]:
+    c = curves[curves["model"] == model].sort_values("m")
+    at = dict(zip(c["m"], c["mean"], strict=True))
+    fit = fit_learning_curve(c["m"].to_numpy(), c["mean"].to_numpy(), c["sem"].to_numpy())
+    return {
+        f"{model}_err_m_min": at.get(m_min, math.nan),
+        f"{model}_err_m_max": at.get(m_max, math.nan),
+        f"{model}_asymptote": fit["a"],
+        f"{model}_asymptote_se": fit["a_se"],
+        f"{model}_fit_ok": fit["ok"],
+    }
+
+
+def _diff_at(diffs: pd.DataFrame, which: str) -> dict[str, Any]:
+    if diffs.empty:
+        return {
+            f"diff_{which}": math.nan,
+            f"diff_{which}_ci_low": math.nan,
+            f"diff_{which}_ci_high": math.nan,
+        }
+    row = diffs.iloc[0] if which == "m_min" else diffs.iloc[-1]
+    return {
+        f"diff_{which}": row["mean_diff"],
+        f"diff_{which}_ci_low": row["ci_low"],
+        f"diff_{which}_ci_high": row["ci_high"],
+    }
+
+
+def _differences_table(errors: pd.DataFrame, diffs: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
+    """The paired differences plus the curves and the sign used by the verdict, for tracing."""
+    curves = model_curves(errors).pivot(index="m", columns="model", values="mean")
+    out = diffs.copy()
+    out.insert(0, "a", a)
+    out.insert(1, "b", b)
+    out["mean_a"] = out["m"].map(curves[a])
+    out["mean_b"] = out["m"].map(curves[b])
+    out["significant"] = np.select([out["ci_low"] > 0, out["ci_high"] < 0], [1, -1], 0)
+    return out
+
+
+def analyse_panel(panel_dir: Path, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """One row of the results table; also writes <panel_dir>/differences.csv."""
+    panel_dir = Path(panel_dir)
+    path = panel_dir / "errors.csv"
+    if not path.exists():
+        raise UserError(f"{path} not found")
+    errors = pd.read_csv(path)
+    _check_errors(errors)
+    cfg = read_config(panel_dir)
+    present = list(dict.fromkeys(cfg["models"] + sorted(errors["model"].unique())))
+    present = [x for x in present if x in set(errors["model"])]
+    m_min, m_max = int(errors["m"].min()), int(errors["m"].max())
+    row: dict[str, Any] = dict(
+        folder=panel_dir.name,
+        name=cfg["name"],
+        title=cfg["title"],
+        panel=cfg["panel"],
+        n_rows=cfg["n_rows"],
+        models=";".join(present),
+        m_min=m_min,
+        m_max=m_max,
+    )
+    pair = choose_pair(present)
+    row.update(_pair_numbers(errors, panel_dir, pair, n_boot, seed))
+    curves = model_curves(errors)
+    for model in present:
+        row.update(_model_numbers(curves, model, m_min, m_max))
+    return row
+
+
+def _pair_numbers(errors, panel_dir: Path, pair, n_boot: int, seed: int) -> dict[str, Any]:
+    if pair is None:
+        empty = pd.DataFrame(columns=DIFF_COLUMNS)
+        return dict(
+            disc_model=None,
+            gen_model=None,
+            **_cross_cols({}),
+            **_diff_at(empty, "m_min"),
+            **_diff_at(empty, "m_max"),
+            verdict=NO_PAIR,
+        )
+    a, b = pair
+    diffs = paired_differences(errors, a, b)
+    _differences_table(errors, diffs, a, b).to_csv(panel_dir / "differences.csv", index=False)
+    cross = crossover(errors, a, b, n_boot=n_boot, seed=seed)
+    return dict(
+        disc_model=a,
+        gen_model=b,
+        **_cross_cols(cross),
+        **_diff_at(diffs, "m_min"),
+        **_diff_at(diffs, "m_max"),
+        verdict=verdict(diffs),
+    )
+
+
+def _cross_cols(cross: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "m_cross": cross.get("m_cross"),
+        "m_cross_interp": cross.get("m_cross_interp"),
+        "m_cross_ci_low": cross.get("ci_low"),
+        "m_cross_ci_high": cross.get("ci_high"),
+        "frac_no_cross": cross.get("frac_no_cross"),
+    }
+
+
+def panel_dirs(results_dir: Path) -> list[Path]:
+    """Subfolders holding an errors.csv (others are skipped)."""
+    return sorted(p for p in Path(results_dir).iterdir() if (p / "errors.csv").exists())
+
+
+def analyse_results(results_dir: Path, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """The per-panel table, ordered by paper panel then name; also writes analysis.csv."""
+    results_dir = Path(results_dir)
+    if not results_dir.is_dir():
+        raise UserError(f"results folder {results_dir} not found")
+    rows = [analyse_panel(p, n_boot=n_boot, seed=seed) for p in panel_dirs(results_dir)]
+    table = pd.DataFrame(rows)
+    if table.empty:
+        raise UserError(f"no panel with an errors.csv under {results_dir}")
+    table = _order(table)
+    table.to_csv(results_dir / "analysis.csv", index=False)
+    return table
+
+
+def _order(table: pd.DataFrame) -> pd.DataFrame:
+    table["panel"] = table["panel"].astype("Int64")
+    table["n_rows"] = table["n_rows"].astype("Int64")
+    table["m_cross"] = table["m_cross"].astype("Int64")
+    table = table.sort_values(["panel", "name"], na_position="last", kind="stable")
+    fixed = [c for c in table.columns if not _is_model_col(c)]
+    per_model = sorted(c for c in table.columns if _is_model_col(c))
+    return table[fixed + per_model].reset_index(drop=True)
+
+
+def _is_model_col(col: str) -> bool:
+    return any(
+        col.endswith(s)
+        for s in ("_err_m_min", "_err_m_max", "_asymptote", "_asymptote_se", "_fit_ok")
+    )

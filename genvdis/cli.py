@@ -1,0 +1,203 @@
+"""The `genvdis` command line. It only parses options and delegates to the modules.
+
+Exit codes: 0 ok, 2 bad input (config, data, options), 1 internal error (a bug: please report).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from genvdis import __version__
+
+app = typer.Typer(
+    help="Naive Bayes vs. logistic regression learning curves (Ng & Jordan, 2001).",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+log = logging.getLogger("genvdis")
+
+Mirror = Annotated[
+    str | None,
+    typer.Option(
+        "--mirror", envvar="GENVDIS_MIRROR", help="Base URL or local folder replacing the UCI base."
+    ),
+]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar; errors only.")]
+
+
+def _guarded(command):
+    """Turn a UserError into one line + exit 2, and any other exception into one line + 1."""
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        from genvdis.errors import UserError
+
+        try:
+            return command(*args, **kwargs)
+        except UserError as error:
+            typer.echo(f"error: {error}", err=True)
+            raise typer.Exit(2) from None
+        except KeyboardInterrupt:
+            typer.echo("interrupted: finished blocks are kept; rerun to resume", err=True)
+            raise typer.Exit(130) from None
+        except (typer.Exit, typer.Abort):
+            raise
+        except Exception as error:  # a bug, not the user's fault
+            log.debug("internal error", exc_info=True)
+            typer.echo(f"internal error: {type(error).__name__}: {error}", err=True)
+            raise typer.Exit(1) from None
+
+    return wrapper
+
+
+@app.callback()
+def main(
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log details.")] = False,
+    version: Annotated[bool, typer.Option("--version", help="Print the version.")] = False,
+) -> None:
+    """genvdis: reproduce Ng & Jordan's Figure 1, and run its protocol on your own data."""
+    if version:
+        typer.echo(__version__)
+        raise typer.Exit()
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO,
+        format="%(message)s",
+        stream=sys.stderr,
+    )
+
+
+@app.command()
+@_guarded
+def fetch(
+    names: Annotated[list[str] | None, typer.Argument(help="Registered dataset names.")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Every registered dataset.")] = False,
+    mirror: Mirror = None,
+) -> None:
+    """Download datasets (and their .names files) into the cache, checking each sha256."""
+    from genvdis import datasets, fetch as fetching
+    from genvdis.errors import UserError
+
+    chosen = list(datasets.REGISTRY) if all_ else list(names or [])
+    if not chosen:
+        raise UserError("name at least one dataset, or use --all")
+    for name in chosen:
+        paths = datasets.fetch_dataset(name, mirror=mirror, docs=True)
+        typer.echo(f"{name}: {len(paths)} file(s) in {fetching.data_dir()}")
+
+
+@app.command()
+@_guarded
+def run(
+    configs: Annotated[list[Path], typer.Argument(help="YAML config files.")],
+    splits: Annotated[int | None, typer.Option(help="Splits per m (default: config).")] = None,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Parallel workers.")] = 1,
+    seed: Annotated[int | None, typer.Option(help="Random seed (default: config).")] = None,
+    out: Annotated[Path, typer.Option(help="Results folder.")] = Path("results"),
+    backend: Annotated[str, typer.Option(help="loky, threading or dask.")] = "loky",
+    scheduler: Annotated[
+        str | None, typer.Option(help="dask scheduler address (default: a local cluster).")
+    ] = None,
+    mirror: Mirror = None,
+    quiet: Quiet = False,
+) -> None:
+    """Run the protocol: S random splits per m, every model, errors and summary CSVs."""
+    from genvdis import engine
+    from genvdis.config import load_config
+    from genvdis.errors import UserError
+
+    if jobs < 1:
+        raise UserError("--jobs must be >= 1")
+    if backend not in {"loky", "threading", "dask"}:
+        raise UserError(f"--backend must be loky, threading or dask, not '{backend}'")
+    if quiet:
+        logging.getLogger().setLevel(logging.WARNING)
+    loaded = [load_config(path).with_overrides(splits=splits, seed=seed) for path in configs]
+    for path, config in zip(configs, loaded, strict=True):
+        run_dir = engine.run_experiment(
+            config, out, jobs=jobs, backend=backend, scheduler=scheduler, mirror=mirror,
+            base_dir=path.parent, progress=not quiet and sys.stderr.isatty(),
+        )  # fmt: skip
+        log.info("%s: wrote %s", config.name, run_dir)
+
+
+@app.command()
+@_guarded
+def plot(
+    results_dir: Annotated[Path, typer.Argument(help="A results folder, or one run in it.")] = Path(
+        "results"
+    ),
+) -> None:
+    """Draw error vs. m for every run, and Figure 1 (3 x 5) when paper panels are there."""
+    from genvdis.plotting import plot_results
+
+    for path in plot_results(results_dir):
+        typer.echo(str(path))
+
+
+@app.command()
+@_guarded
+def report(
+    results_dir: Annotated[Path, typer.Argument(help="The results folder.")] = Path("results"),
+    boot: Annotated[int, typer.Option(help="Bootstrap resamples for the crossover.")] = 1000,
+) -> None:
+    """Crossovers, asymptotes and verdicts per run: REPORT.md and REPORT.html."""
+    from genvdis import results
+    from genvdis.report import write_report
+
+    results.find_runs(results_dir)
+    for path in write_report(results_dir, n_boot=boot):
+        typer.echo(str(path))
+
+
+@app.command("datasets")
+@_guarded
+def list_datasets(
+    counts: Annotated[
+        bool, typer.Option("--counts", help="Also load each one: rows and classes (fetches).")
+    ] = False,
+    mirror: Mirror = None,
+) -> None:
+    """The registered datasets: features by kind, files, licence (and rows, classes)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from genvdis import datasets
+
+    table = Table("name", "rows", "continuous", "discrete", "classes", "source files", "licence")
+    for row in datasets.dataset_table().itertuples():
+        rows = classes = "-"
+        if counts:
+            facts = datasets.summarize(datasets.load_registered(row.name, mirror=mirror))
+            rows, classes = str(facts["rows"]), str(facts["classes"])
+        table.add_row(
+            row.name, rows, str(row.continuous), str(row.discrete), classes, row.files, row.licence
+        )
+    Console().print(table)
+    typer.echo(f"Cite: {datasets.UCI_CITATION}")
+
+
+@app.command()
+@_guarded
+def validate(
+    configs: Annotated[list[Path], typer.Argument(help="YAML config files.")],
+) -> None:
+    """Check configs (schema, dataset name) without fetching or running anything."""
+    from genvdis import datasets
+    from genvdis.config import load_config
+
+    for path in configs:
+        config = load_config(path)
+        if isinstance(config.dataset, str):
+            datasets.get_info(config.dataset)
+        typer.echo(f"{path}: ok ({config.name}, {len(config.size_grid)} sizes)")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

@@ -1,0 +1,257 @@
+"""Experiment configs: YAML in, one validated `ExperimentConfig` out.
+
+Validation happens once, here, with pydantic: unknown keys are errors, and every error names
+the config file and the field, so the CLI can print it on one line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import numpy as np
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from genvdis.errors import UserError
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --- dataset sources -------------------------------------------------------------------------
+
+
+class FileDataset(_Strict):
+    """A user's own table: a local CSV/TSV file, or a URL pinned by its sha256."""
+
+    path: str | None = None
+    url: str | None = None
+    sha256: str | None = Field(default=None, pattern=r"^[0-9a-fA-F]{64}$")
+    target: str = Field(description="name (or 0-based index, if header is false) of the label")
+    sep: str | None = Field(default=None, description="default: ',' or tab by file extension")
+    header: bool = True
+    kinds: dict[str, Literal["continuous", "discrete"]] = Field(default_factory=dict)
+    missing_values: list[str] = Field(default_factory=lambda: ["?", "", "NA", "nan"])
+
+    @model_validator(mode="after")
+    def _one_source(self) -> FileDataset:
+        if (self.path is None) == (self.url is None):
+            raise ValueError("give exactly one of 'path' or 'url'")
+        if self.url is not None and self.sha256 is None:
+            raise ValueError("a 'url' needs its 'sha256'")
+        return self
+
+
+class SyntheticDataset(_Strict):
+    """Data drawn from a known distribution, so each model's asymptotic error is known."""
+
+    kind: Literal["binary", "gaussian"]
+    n_features: int = Field(ge=1)
+    informative: float = Field(default=0.5, gt=0, le=1)
+    n_rows: int = Field(default=20000, ge=10)
+    effect: float = Field(default=0.5, gt=0)
+    seed: int = Field(default=0, ge=0)
+
+
+class SyntheticSource(_Strict):
+    synthetic: SyntheticDataset
+
+
+DatasetSpec = str | FileDataset | SyntheticSource
+
+
+# --- target, preprocessing ------------------------------------------------------------------
+
+
+class Threshold(_Strict):
+    op: Literal[">", ">=", "<", "<="] = ">"
+    value: float | Literal["median", "mean"] = "median"
+
+
+class TargetSpec(_Strict):
+    """How the dataset's labels become the two classes (positive = 1, negative = 0)."""
+
+    column: str | None = None
+    positive: list[str] | None = None
+    negative: list[str] | None = None
+    threshold: Threshold | None = None
+
+    @field_validator("positive", "negative", mode="before")
+    @classmethod
+    def _as_strings(cls, value: Any) -> Any:
+        if value is None:
+            return None
+        if not isinstance(value, list):
+            value = [value]
+        return [str(v) for v in value]
+
+    @model_validator(mode="after")
+    def _one_rule(self) -> TargetSpec:
+        if (self.positive is None) == (self.threshold is None):
+            raise ValueError("give exactly one of 'positive' (labels) or 'threshold'")
+        if self.threshold is not None and self.negative is not None:
+            raise ValueError("'negative' goes with 'positive', not with 'threshold'")
+        if self.positive and self.negative and set(self.positive) & set(self.negative):
+            raise ValueError("a label cannot be both positive and negative")
+        return self
+
+
+class Preprocessing(_Strict):
+    continuous: Literal["rescale", "discretize", "none"] = "rescale"
+    bins: int = Field(default=5, ge=2, le=100)
+    strategy: Literal["quantile", "uniform"] = "quantile"
+
+
+# --- models ----------------------------------------------------------------------------------
+
+
+class NaiveBayesSpec(_Strict):
+    name: Literal["naive_bayes"] = "naive_bayes"
+    laplace: float = Field(default=1.0, ge=0)
+    var_smoothing: float = Field(default=1e-9, ge=0)
+
+
+class LogisticRegressionSpec(_Strict):
+    name: Literal["logistic_regression"] = "logistic_regression"
+    separable: Literal["sample", "max_margin", "ridge"] = "sample"
+    C: float = Field(default=1.0, gt=0, description="inverse L2 strength for separable: ridge")
+    steps: int | None = Field(default=None, ge=1, description="hit-and-run steps; default 20(d+1)")
+    max_iter: int = Field(default=100, ge=1)
+    tol: float = Field(default=1e-8, gt=0)
+
+
+class LDASpec(_Strict):
+    name: Literal["lda"] = "lda"
+    epsilon: float = Field(default=1e-4, ge=0)
+
+
+ModelSpec = Annotated[
+    NaiveBayesSpec | LogisticRegressionSpec | LDASpec, Field(discriminator="name")
+]
+
+
+# --- sizes -----------------------------------------------------------------------------------
+
+
+class SizeRange(_Strict):
+    start: int = Field(ge=2)
+    stop: int = Field(ge=2)
+    num: int = Field(ge=1, le=200)
+    spacing: Literal["log", "linear"] = "log"
+
+    def values(self) -> list[int]:
+        if self.stop < self.start:
+            raise ValueError("'stop' must be >= 'start'")
+        space = np.geomspace if self.spacing == "log" else np.linspace
+        return sorted({int(round(v)) for v in space(self.start, self.stop, self.num)})
+
+
+# --- the experiment --------------------------------------------------------------------------
+
+
+class ExperimentConfig(_Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    title: str | None = None
+    panel: int | None = Field(default=None, ge=1, le=15)
+    dataset: DatasetSpec
+    attributes: Literal["continuous", "discrete", "all"] | list[str] = "all"
+    target: TargetSpec
+    missing: Literal["drop", "category", "impute"] = "drop"
+    preprocessing: Preprocessing = Field(default_factory=Preprocessing)
+    models: list[ModelSpec] = Field(
+        default_factory=lambda: [NaiveBayesSpec(), LogisticRegressionSpec()], min_length=1
+    )
+    sizes: list[int] | SizeRange
+    splits: int = Field(default=1000, ge=1)
+    split: Literal["stratified", "random"] = "stratified"
+    test: Literal["rest"] | int = "rest"
+    seed: int = Field(default=0, ge=0)
+    block_size: int = Field(default=100, ge=1, description="splits per task and per checkpoint")
+
+    @field_validator("models", mode="before")
+    @classmethod
+    def _names_to_dicts(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            return [{"name": v} if isinstance(v, str) else v for v in value]
+        return value
+
+    @field_validator("sizes", mode="after")
+    @classmethod
+    def _sizes(cls, value: list[int] | SizeRange) -> list[int] | SizeRange:
+        grid = value.values() if isinstance(value, SizeRange) else value
+        if not grid:
+            raise ValueError("needs at least one training-set size")
+        if min(grid) < 2:
+            raise ValueError("every size must be >= 2 (one example of each class)")
+        return value
+
+    @field_validator("test", mode="after")
+    @classmethod
+    def _test(cls, value: Literal["rest"] | int) -> Literal["rest"] | int:
+        if isinstance(value, int) and value < 1:
+            raise ValueError("'test' must be 'rest' or a positive number of rows")
+        return value
+
+    @model_validator(mode="after")
+    def _unique_models(self) -> ExperimentConfig:
+        names = [m.name for m in self.models]
+        if len(set(names)) != len(names):
+            raise ValueError(f"each model may appear once, got {names}")
+        return self
+
+    @property
+    def size_grid(self) -> list[int]:
+        """The training-set sizes m, sorted and unique."""
+        if isinstance(self.sizes, SizeRange):
+            return self.sizes.values()
+        return sorted(set(self.sizes))
+
+    @property
+    def display_title(self) -> str:
+        return self.title or self.name
+
+    def with_overrides(self, **changes: Any) -> ExperimentConfig:
+        """A copy with some fields replaced (CLI options), validated again."""
+        data = self.model_dump(mode="python")
+        data.update({k: v for k, v in changes.items() if v is not None})
+        return ExperimentConfig.model_validate(data)
+
+
+def _describe(error: ValidationError) -> str:
+    first = error.errors()[0]
+    loc = ".".join(str(p) for p in first["loc"] if not str(p).startswith("function-"))
+    msg = first["msg"].removeprefix("Value error, ")
+    if first["type"] == "extra_forbidden":
+        msg = "unknown key"
+    more = len(error.errors()) - 1
+    tail = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+    return f"{loc or 'config'}: {msg}{tail}"
+
+
+def parse_config(data: Any, source: str = "config") -> ExperimentConfig:
+    """Validate an already-loaded mapping; errors name `source` and the field."""
+    if not isinstance(data, dict):
+        raise UserError(f"{source}: a config must be a YAML mapping of keys to values")
+    try:
+        return ExperimentConfig.model_validate(data)
+    except ValidationError as error:
+        raise UserError(f"{source}: {_describe(error)}") from None
+
+
+def load_config(path: str | Path) -> ExperimentConfig:
+    """Read a YAML config with `yaml.safe_load` (nothing in it is ever executed)."""
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"{path}: config file not found")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(error, "problem", None) or "not valid YAML"
+        raise UserError(f"{path}: malformed YAML{where}: {problem}") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not a UTF-8 text file") from None
+    return parse_config(data, str(path))

@@ -1,0 +1,102 @@
+"""Figures: error vs. m per run (naive Bayes solid, logistic regression dashed, as in the
+paper), and the 15-panel Figure 1 grid. Everything is drawn from summary.csv alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from genvdis import results  # noqa: E402
+
+STYLES = {
+    "naive_bayes": {"linestyle": "-", "color": "tab:blue", "label": "naive Bayes"},
+    "logistic_regression": {"linestyle": "--", "color": "tab:red", "label": "logistic regression"},
+    "lda": {"linestyle": ":", "color": "tab:green", "label": "LDA (full covariance)"},
+}
+plt.rcParams.update({"svg.hashsalt": "genvdis", "pdf.compression": 6})
+METADATA = {"png": {"Software": None}, "pdf": {"CreationDate": None, "Producer": None}}
+
+
+def draw_panel(ax: plt.Axes, summary: pd.DataFrame, title: str, small: bool = False) -> None:
+    """One learning-curve panel on `ax`, with 95% bands and the mostly-separable m shaded."""
+    for model, curve in summary.groupby("model", sort=False):
+        style = STYLES.get(model, {"linestyle": "-.", "label": model})
+        ax.plot(curve["m"], curve["mean"], marker="" if small else ".", **style)
+        ax.fill_between(
+            curve["m"], curve["ci_low"], curve["ci_high"], alpha=0.2, color=style.get("color")
+        )
+    lr = summary[summary["model"] == "logistic_regression"]
+    mostly = lr[lr["frac_separable"] > 0.5]
+    if len(mostly):
+        ax.axvspan(mostly["m"].min(), mostly["m"].max(), color="0.9", zorder=0)
+    ax.set_title(title, fontsize=8 if small else 11)
+    ax.set_xlabel("m (training-set size)", fontsize=7 if small else 10)
+    ax.set_ylabel("error", fontsize=7 if small else 10)
+    ax.tick_params(labelsize=6 if small else 9)
+    ax.grid(alpha=0.3)
+
+
+def _save(fig: plt.Figure, stem: Path) -> list[Path]:
+    paths = []
+    for ext in ("png", "pdf"):
+        path = stem.with_suffix(f".{ext}")
+        fig.savefig(path, dpi=150, bbox_inches="tight", metadata=METADATA[ext])
+        paths.append(path)
+    plt.close(fig)
+    return paths
+
+
+def plot_run(run_dir: Path) -> list[Path]:
+    """`<run>/<name>.png` and `.pdf` from `<run>/summary.csv`."""
+    config = results.read_resolved(run_dir) or {}
+    name = config.get("name", run_dir.name)
+    summary = pd.read_csv(run_dir / "summary.csv")
+    fig, ax = plt.subplots(figsize=(5, 3.6))
+    draw_panel(ax, summary, config.get("title") or name)
+    ax.legend(fontsize=8)
+    caption = f"{config.get('splits', '?')} random splits per m; bands: 95% intervals"
+    if (summary["frac_separable"] > 0.5).any():
+        caption += "; grey: most LR training sets separable"
+    fig.text(0.5, -0.02, caption, ha="center", fontsize=7, color="0.3")
+    return _save(fig, run_dir / name)
+
+
+def plot_figure1(results_dir: Path, runs: list[Path]) -> list[Path]:
+    """The paper's Figure 1: the 15 panels in its order, 3 x 5. Needs >= 1 numbered panel."""
+    panels = {}
+    for run in runs:
+        config = results.read_resolved(run) or {}
+        if config.get("panel"):
+            panels[int(config["panel"])] = (run, config)
+    if not panels:
+        return []
+    fig, axes = plt.subplots(3, 5, figsize=(16, 9.5))
+    for number, ax in enumerate(axes.ravel(), start=1):
+        if number not in panels:
+            ax.set_axis_off()
+            ax.text(0.5, 0.5, f"panel {number}: not run", ha="center", transform=ax.transAxes)
+            continue
+        run, config = panels[number]
+        draw_panel(ax, pd.read_csv(run / "summary.csv"), config.get("title", run.name), True)
+    handles = [plt.Line2D([], [], **STYLES[m]) for m in ("naive_bayes", "logistic_regression")]
+    fig.legend(handles=handles, loc="lower center", ncol=2, frameon=False)
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    return _save(fig, results_dir / "figure1")
+
+
+def plot_results(results_dir: Path) -> list[Path]:
+    """Every run's figure under `results_dir`, and Figure 1 if any paper panel is there."""
+    runs = results.find_runs(results_dir)
+    if not runs:
+        from genvdis.errors import UserError
+
+        raise UserError(f"no runs (folders with summary.csv) under {results_dir}")
+    written = [path for run in runs for path in plot_run(run)]
+    if runs != [results_dir]:
+        written += plot_figure1(results_dir, runs)
+    return written

@@ -1,0 +1,174 @@
+"""From a raw table to the numbers the models see: attributes, labels, missing values, scaling.
+
+Every choice here is made once for the whole dataset, before any split (as in the paper):
+continuous attributes are rescaled to [0, 1] with the dataset's own min and max, and a discrete
+attribute's number of values k is counted over the whole dataset, not the training split.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from genvdis.config import ExperimentConfig, Preprocessing, TargetSpec
+from genvdis.datasets import RawData
+from genvdis.errors import UserError
+
+MISSING_LEVEL = "?"
+
+
+@dataclass(frozen=True)
+class FeatureLayout:
+    """Which columns of X are continuous (first) and how many values each discrete one has."""
+
+    n_continuous: int
+    levels: tuple[int, ...] = ()
+
+    @property
+    def n_discrete(self) -> int:
+        return len(self.levels)
+
+    @property
+    def n_onehot(self) -> int:
+        return self.n_continuous + int(sum(self.levels))
+
+    def onehot(self, X: np.ndarray, drop_first: bool = False) -> np.ndarray:
+        """[continuous | one-hot of each discrete column]; `drop_first` gives reference coding
+        (one level per attribute dropped), which makes logistic regression identifiable."""
+        X = np.asarray(X, dtype=float)
+        parts = [X[:, : self.n_continuous]]
+        for j, k in enumerate(self.levels):
+            codes = X[:, self.n_continuous + j].astype(np.int64)
+            block = np.zeros((X.shape[0], k))
+            block[np.arange(X.shape[0]), codes] = 1.0
+            parts.append(block[:, 1:] if drop_first else block)
+        return np.hstack(parts) if parts else np.zeros((X.shape[0], 0))
+
+
+@dataclass
+class PreparedData:
+    """Model-ready data: X = [continuous in [0,1] | discrete codes], y in {0, 1}."""
+
+    X: np.ndarray
+    y: np.ndarray
+    layout: FeatureLayout
+    feature_names: list[str]
+    level_names: dict[str, list[str]] = field(default_factory=dict)
+    checksums: dict[str, str] = field(default_factory=dict)
+    source: str = ""
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.X.shape[0])
+
+    @property
+    def class_counts(self) -> tuple[int, int]:
+        n1 = int(self.y.sum())
+        return self.n_rows - n1, n1
+
+
+def select_attributes(raw: RawData, attributes: str | list[str]) -> list[str]:
+    if isinstance(attributes, list):
+        unknown = [a for a in attributes if a not in raw.attributes]
+        if unknown:
+            raise UserError(f"attributes: no attribute named '{unknown[0]}' in the dataset")
+        return list(attributes)
+    if attributes == "all":
+        return list(raw.attributes)
+    chosen = [name for name, kind in raw.attributes.items() if kind == attributes]
+    if not chosen:
+        raise UserError(f"attributes: the dataset has no {attributes} attributes")
+    return chosen
+
+
+def make_labels(labels: pd.Series, target: TargetSpec) -> pd.Series:
+    """1 for positive, 0 for negative, NaN for rows that belong to neither (dropped)."""
+    if target.threshold is not None:
+        values = pd.to_numeric(labels, errors="coerce")
+        if values.isna().all():
+            raise UserError("target.threshold: the target column is not numeric")
+        rule = target.threshold
+        cut = values.median() if rule.value == "median" else values.mean()
+        cut = cut if isinstance(rule.value, str) else rule.value
+        ops = {">": np.greater, ">=": np.greater_equal, "<": np.less, "<=": np.less_equal}
+        out = ops[rule.op](values, cut).astype(float)
+        return out.where(values.notna())
+    text = labels.astype("string").str.strip()
+    unknown = sorted(set(target.positive) - set(text.dropna()))
+    if unknown:
+        raise UserError(f"target.positive: label '{unknown[0]}' does not occur in the data")
+    positive = text.isin(target.positive)
+    negative = text.isin(target.negative) if target.negative else ~positive & text.notna()
+    return pd.Series(np.where(positive, 1.0, np.where(negative, 0.0, np.nan)), index=labels.index)
+
+
+def _to_numbers(column: pd.Series, name: str) -> pd.Series:
+    values = pd.to_numeric(column, errors="coerce")
+    bad = column[values.isna() & column.notna()]
+    if len(bad):
+        raise UserError(f"attribute '{name}' is continuous but holds text: '{bad.iloc[0]}'")
+    return values.astype(float)
+
+
+def _discretize(values: np.ndarray, options: Preprocessing) -> np.ndarray:
+    if options.strategy == "uniform":
+        edges = np.linspace(values.min(), values.max(), options.bins + 1)
+    else:
+        edges = np.quantile(values, np.linspace(0, 1, options.bins + 1))
+    inner = np.unique(edges[1:-1])
+    return np.searchsorted(inner, values, side="right")
+
+
+def prepare(raw: RawData, config: ExperimentConfig) -> PreparedData:
+    """Apply the config's attribute subset, target mapping, missing policy and scaling."""
+    names = select_attributes(raw, config.attributes)
+    target_column = config.target.column or raw.target
+    if target_column not in raw.frame.columns:
+        raise UserError(f"target.column: no column named '{target_column}' in the dataset")
+    frame = raw.frame[names].copy()
+    continuous = [n for n in names if raw.attributes[n] == "continuous"]
+    discrete = [n for n in names if raw.attributes[n] == "discrete"]
+    for name in continuous:
+        frame[name] = _to_numbers(frame[name], name)
+    y = make_labels(raw.frame[target_column], config.target)
+    keep = y.notna()
+    if config.missing == "drop":
+        keep &= frame.notna().all(axis=1)
+    elif config.missing == "category":
+        frame[discrete] = frame[discrete].fillna(MISSING_LEVEL)
+        keep &= frame[continuous].notna().all(axis=1)
+    else:  # impute: mean for continuous, most frequent value for discrete
+        for name in continuous:
+            frame[name] = frame[name].fillna(frame.loc[keep, name].mean())
+        for name in discrete:
+            mode = frame.loc[keep, name].mode()
+            frame[name] = frame[name].fillna(mode.iloc[0] if len(mode) else MISSING_LEVEL)
+    frame, y = frame[keep], y[keep].astype(int).to_numpy()
+    if len(y) == 0 or y.min() == y.max():
+        empty = "positive" if len(y) == 0 or y.max() == 0 else "negative"
+        raise UserError(f"target: the {empty} class is empty after filtering rows")
+    if config.preprocessing.continuous == "discretize":
+        for name in continuous:
+            frame[name] = _discretize(frame[name].to_numpy(), config.preprocessing).astype(str)
+        discrete, continuous = continuous + discrete, []
+    cont = frame[continuous].to_numpy(dtype=float) if continuous else np.zeros((len(y), 0))
+    if config.preprocessing.continuous == "rescale" and continuous:
+        low, span = cont.min(axis=0), np.ptp(cont, axis=0)
+        cont = (cont - low) / np.where(span > 0, span, 1.0)
+    codes, level_names = [], {}
+    for name in discrete:
+        categories = pd.Categorical(frame[name].astype(str))
+        codes.append(categories.codes.astype(float))
+        level_names[name] = [str(c) for c in categories.categories]
+    disc = np.column_stack(codes) if codes else np.zeros((len(y), 0))
+    return PreparedData(
+        X=np.hstack([cont, disc]),
+        y=y.astype(np.int64),
+        layout=FeatureLayout(len(continuous), tuple(len(level_names[n]) for n in discrete)),
+        feature_names=continuous + discrete,
+        level_names=level_names,
+        checksums=dict(raw.checksums),
+        source=raw.source,
+    )

@@ -1,0 +1,414 @@
+"""REPORT.md and REPORT.html for a results folder, built from the analysis CSVs.
+
+The report is a list of simple blocks (heading, paragraph, image, table, list) rendered twice,
+once as Markdown and once as HTML, so both say exactly the same thing and no Markdown library
+is needed. Nothing time-dependent goes in, so a committed report only changes with the data.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from genvdis import analysis as an
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "analysis.md"
+PAPER_QUOTE = (
+    "Ng & Jordan (2001) found the two regimes (naive Bayes better at small m, logistic "
+    'regression better at large m) "borne out surprisingly well"; where logistic regression '
+    "did not catch up, this was observed primarily on particularly small datasets."
+)
+
+
+@dataclass
+class Block:
+    """One piece of the report: kind is h1/h2/h3, p, img, table or ul."""
+
+    kind: str
+    text: str = ""
+    src: str = ""
+    header: list[str] = field(default_factory=list)
+    rows: list[list[str]] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- formatting
+
+
+def _missing(x: Any) -> bool:
+    return x is None or x is pd.NA or (isinstance(x, float) and math.isnan(x))
+
+
+def fmt(x: Any, digits: int = 3, signed: bool = False) -> str:
+    """A number for a table cell; a dash for missing values."""
+    if _missing(x):
+        return "—"
+    return f"{float(x):+.{digits}f}" if signed else f"{float(x):.{digits}f}"
+
+
+def fmt_int(x: Any) -> str:
+    return "—" if _missing(x) else str(int(x))
+
+
+def fmt_ci(lo: Any, hi: Any, digits: int = 3, signed: bool = False) -> str:
+    if _missing(lo) or _missing(hi):
+        return "—"
+    return f"[{fmt(lo, digits, signed)}, {fmt(hi, digits, signed)}]"
+
+
+def fmt_asym(a: Any, se: Any) -> str:
+    if _missing(a):
+        return "—"
+    return f"{fmt(a)} ± {fmt(se)}" if not _missing(se) else fmt(a)
+
+
+def fmt_cross(row: pd.Series) -> str:
+    """Interpolated crossover m with its bootstrap interval, then the grid m."""
+    if _missing(row.get("m_cross")):
+        return "none"
+    ci = fmt_ci(row.get("m_cross_ci_low"), row.get("m_cross_ci_high"), 1)
+    return f"{fmt(row['m_cross_interp'], 1)} {ci} (grid {fmt_int(row['m_cross'])})"
+
+
+def panel_label(row: pd.Series) -> str:
+    return fmt_int(row["panel"]) if not _missing(row["panel"]) else "–"
+
+
+# --------------------------------------------------------------------------- content
+
+
+def _get(row: pd.Series, col: str) -> Any:
+    return row[col] if col in row.index else None
+
+
+def _gen(row: pd.Series) -> str:
+    gen = _get(row, "gen_model")
+    return an.NB if _missing(gen) else str(gen)
+
+
+def _gen_tag(row: pd.Series) -> str:
+    return "" if _gen(row) == an.NB else f" ({_gen(row)})"
+
+
+def summary_table(table: pd.DataFrame) -> Block:
+    header = [
+        "#",
+        "panel",
+        "n",
+        "m range",
+        "NB @ m_min",
+        "LR @ m_min",
+        "NB @ m_max",
+        "LR @ m_max",
+        "crossover m [95% CI]",
+        "NB asymptote",
+        "LR asymptote",
+        "verdict",
+    ]
+    rows = [_summary_row(r) for _, r in table.iterrows()]
+    return Block("table", header=header, rows=rows)
+
+
+def _summary_row(r: pd.Series) -> list[str]:
+    g, tag = _gen(r), _gen_tag(r)
+    return [
+        panel_label(r),
+        str(r["title"]),
+        fmt_int(r["n_rows"]),
+        f"{fmt_int(r['m_min'])}–{fmt_int(r['m_max'])}",
+        fmt(_get(r, f"{g}_err_m_min")) + tag,
+        fmt(_get(r, f"{an.LR}_err_m_min")),
+        fmt(_get(r, f"{g}_err_m_max")) + tag,
+        fmt(_get(r, f"{an.LR}_err_m_max")),
+        fmt_cross(r),
+        fmt_asym(_get(r, f"{g}_asymptote"), _get(r, f"{g}_asymptote_se")) + tag,
+        fmt_asym(_get(r, f"{an.LR}_asymptote"), _get(r, f"{an.LR}_asymptote_se")),
+        str(r["verdict"]),
+    ]
+
+
+def _figure(results_dir: Path, folder: str, name: str) -> Block:
+    for stem in dict.fromkeys([name, folder]):
+        if (results_dir / folder / f"{stem}.png").exists():
+            return Block("img", text=f"{name} learning curves", src=f"{folder}/{stem}.png")
+    return Block("p", text="(no figure found)")
+
+
+def panel_section(results_dir: Path, r: pd.Series) -> list[Block]:
+    head = f"Panel {panel_label(r)}: {r['title']}" if not _missing(r["panel"]) else r["title"]
+    blocks = [Block("h2", text=f"{head} (`{r['name']}`)")]
+    blocks.append(_figure(results_dir, str(r["folder"]), str(r["name"])))
+    blocks.append(Block("p", text=_panel_sentence(r)))
+    blocks.append(_model_table(r))
+    diff_path = results_dir / str(r["folder"]) / "differences.csv"
+    if r["verdict"] != an.NO_PAIR and diff_path.exists():
+        blocks.append(_diff_table(pd.read_csv(diff_path)))
+    return blocks
+
+
+def _panel_sentence(r: pd.Series) -> str:
+    n = fmt_int(r["n_rows"])
+    if r["verdict"] == an.NO_PAIR:
+        return f"n = {n}. Models: {r['models']}. No generative/discriminative pair: verdict n/a."
+    cross = fmt_cross(r)
+    no_cross = fmt(_get(r, "frac_no_cross"), 2)
+    return (
+        f"n = {n}. Compared: `{r['disc_model']}` − `{r['gen_model']}` (paired over splits). "
+        f"Verdict: **{r['verdict']}**. Crossover m: {cross}; fraction of bootstrap resamples "
+        f"without a crossover: {no_cross}. Traced in `{r['folder']}/differences.csv`."
+    )
+
+
+def _model_table(r: pd.Series) -> Block:
+    header = [
+        "model",
+        f"error @ m={fmt_int(r['m_min'])}",
+        f"error @ m={fmt_int(r['m_max'])}",
+        "asymptote ± se (power-law fit)",
+    ]
+    rows = [
+        [
+            m,
+            fmt(_get(r, f"{m}_err_m_min")),
+            fmt(_get(r, f"{m}_err_m_max")),
+            fmt_asym(_get(r, f"{m}_asymptote"), _get(r, f"{m}_asymptote_se")),
+        ]
+        for m in str(r["models"]).split(";")
+        if m
+    ]
+    return Block("table", header=header, rows=rows)
+
+
+def _diff_table(d: pd.DataFrame) -> Block:
+    a, b = str(d["a"].iloc[0]), str(d["b"].iloc[0])
+    header = ["m", f"{b}", f"{a}", f"{a} − {b}", "95% CI", "splits", "significant"]
+    signs = {1: f"{b} better", -1: f"{a} better", 0: ""}
+    rows = [
+        [
+            fmt_int(x.m),
+            fmt(x.mean_b),
+            fmt(x.mean_a),
+            fmt(x.mean_diff, 4, True),
+            fmt_ci(x.ci_low, x.ci_high, 4, True),
+            fmt_int(x.n_splits),
+            signs[int(x.significant)],
+        ]
+        for x in d.itertuples()
+    ]
+    return Block("table", header=header, rows=rows)
+
+
+def comparison(table: pd.DataFrame) -> list[Block]:
+    """Verdict counts against the paper's claim, including its small-dataset caveat."""
+    blocks = [Block("h2", text="Comparison with the paper"), Block("p", text=PAPER_QUOTE)]
+    paired = table[table["verdict"] != an.NO_PAIR]
+    n_two = _count(paired, an.TWO_REGIMES)
+    text = (
+        f"Two regimes in {n_two} of the {len(paired)} panels with a generative/discriminative pair."
+    )
+    blocks.append(Block("p", text=text))
+    blocks.append(_verdict_counts(table))
+    blocks.append(Block("ul", rows=[[x] for x in _agreement_lines(paired)]))
+    missing = sorted(set(range(1, 16)) - {int(p) for p in table["panel"].dropna()})
+    if missing:
+        blocks.append(
+            Block(
+                "p", text="Paper panels not in these results: " + ", ".join(map(str, missing)) + "."
+            )
+        )
+    return blocks
+
+
+def _count(t: pd.DataFrame, v: str) -> int:
+    return int((t["verdict"] == v).sum())
+
+
+def _names(t: pd.DataFrame) -> str:
+    if t.empty:
+        return "none"
+    return "; ".join(
+        f"{panel_label(r)} {r['title']} (n={fmt_int(r['n_rows'])})" for _, r in t.iterrows()
+    )
+
+
+def _median_n(t: pd.DataFrame) -> str:
+    n = pd.to_numeric(t["n_rows"], errors="coerce").dropna()
+    return fmt_int(n.median()) if len(n) else "—"
+
+
+def _verdict_counts(table: pd.DataFrame) -> Block:
+    order = [
+        an.TWO_REGIMES,
+        an.NB_BETTER,
+        an.LR_BETTER,
+        an.MIXED,
+        an.NOT_DISTINGUISHABLE,
+        an.NO_PAIR,
+    ]
+    rows = []
+    for v in order:
+        t = table[table["verdict"] == v]
+        if len(t):
+            rows.append([v, str(len(t)), _median_n(t), _names(t)])
+    return Block("table", header=["verdict", "panels", "median n", "which"], rows=rows)
+
+
+def _agreement_lines(paired: pd.DataFrame) -> list[str]:
+    nb_small = paired[paired["diff_m_min_ci_low"] > 0]
+    lr_large = paired[paired["diff_m_max_ci_high"] < 0]
+    nb_only = paired[paired["verdict"] == an.NB_BETTER]
+    return [
+        f"Agree with two regimes: {_names(paired[paired['verdict'] == an.TWO_REGIMES])}.",
+        f"NB significantly better at the smallest m: {_names(nb_small)}.",
+        f"LR significantly better at the largest m: {_names(lr_large)}.",
+        f"LR never significantly better (median n {_median_n(nb_only)}, against "
+        f"{_median_n(paired)} over all paired panels): {_names(nb_only)}.",
+    ]
+
+
+def method(results_dir: Path) -> list[Block]:
+    link = os.path.relpath(DOCS, results_dir.resolve()) if DOCS.exists() else "docs/analysis.md"
+    text = (
+        "Per m, the logistic-regression minus naive-Bayes error is averaged over the same "
+        "train/test splits (paired), with a t-based 95% interval; a difference is significant "
+        "when that interval excludes 0. The crossover is the smallest grid m from which the "
+        "mean difference stays negative, interpolated in log m, with a bootstrap interval over "
+        "splits. Asymptotes come from a power-law fit err(m) = a + b m^-c. Intervals are not "
+        "corrected for multiple comparisons across m. "
+        f"Details and limits: [docs/analysis.md]({link})."
+    )
+    return [Block("h2", text="Method"), Block("p", text=text)]
+
+
+def build_blocks(results_dir: Path, table: pd.DataFrame) -> list[Block]:
+    """The whole report, in order, as renderer-independent blocks."""
+    blocks = [
+        Block("h1", text="Naive Bayes vs logistic regression: learning curves"),
+        Block(
+            "p",
+            text=f"Reproduction of Ng & Jordan (2001), Figure 1: {len(table)} panels. "
+            "Error is the mean test error over random train/test splits at each "
+            "training-set size m; NB columns show the generative model of the pair "
+            "(named in brackets when it is not naive Bayes).",
+        ),
+    ]
+    if (results_dir / "figure1.png").exists():
+        blocks.append(Block("img", text="Figure 1 reproduction", src="figure1.png"))
+    blocks += [Block("h2", text="All panels"), summary_table(table)]
+    blocks += method(results_dir)
+    for _, r in table.iterrows():
+        blocks += panel_section(results_dir, r)
+    blocks += comparison(table)
+    return blocks
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def _md_cell(s: str) -> str:
+    return s.replace("|", "\\|").replace("\n", " ")
+
+
+def to_markdown(blocks: list[Block]) -> str:
+    out = []
+    for b in blocks:
+        if b.kind in ("h1", "h2", "h3"):
+            out.append("#" * int(b.kind[1]) + " " + b.text)
+        elif b.kind == "p":
+            out.append(b.text)
+        elif b.kind == "img":
+            out.append(f"![{b.text}]({b.src})")
+        elif b.kind == "ul":
+            out.append("\n".join(f"- {r[0]}" for r in b.rows))
+        elif b.kind == "table":
+            lines = [
+                "| " + " | ".join(map(_md_cell, b.header)) + " |",
+                "|" + "---|" * len(b.header),
+            ]
+            lines += ["| " + " | ".join(map(_md_cell, r)) + " |" for r in b.rows]
+            out.append("\n".join(lines))
+    return "\n\n".join(out) + "\n"
+
+
+_LINK = re.compile(r"\[([^\]]+)\]\(([^)]+)\)")
+_CODE = re.compile(r"`([^`]+)`")
+_BOLD = re.compile(r"\*\*([^*]+)\*\*")
+
+
+def inline_html(text: str) -> str:
+    """Escape, then the three inline forms the report uses: links, `code`, **bold**."""
+    s = html.escape(text, quote=False)
+    s = _LINK.sub(lambda m: f'<a href="{html.escape(m[2])}">{m[1]}</a>', s)
+    s = _CODE.sub(r"<code>\1</code>", s)
+    return _BOLD.sub(r"<strong>\1</strong>", s)
+
+
+def _html_table(b: Block) -> str:
+    head = "".join(f"<th>{inline_html(h)}</th>" for h in b.header)
+    body = "\n".join(
+        "<tr>" + "".join(f"<td>{inline_html(c)}</td>" for c in r) + "</tr>" for r in b.rows
+    )
+    return f"<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n</tbody>\n</table>"
+
+
+_CSS = (
+    "body{font-family:sans-serif;max-width:75em;margin:2em auto;padding:0 1em}"
+    "table{border-collapse:collapse;margin:1em 0;font-size:90%}"
+    "th,td{border:1px solid #ccc;padding:.25em .5em;text-align:left}"
+    "th{background:#f3f3f3}img{max-width:100%}"
+)
+
+
+def to_html(blocks: list[Block], title: str) -> str:
+    parts = []
+    for b in blocks:
+        if b.kind in ("h1", "h2", "h3"):
+            parts.append(f"<{b.kind}>{inline_html(b.text)}</{b.kind}>")
+        elif b.kind == "p":
+            parts.append(f"<p>{inline_html(b.text)}</p>")
+        elif b.kind == "img":
+            src, alt = html.escape(b.src), html.escape(b.text)
+            parts.append(f'<p><img src="{src}" alt="{alt}"></p>')
+        elif b.kind == "ul":
+            parts.append(
+                "<ul>\n" + "\n".join(f"<li>{inline_html(r[0])}</li>" for r in b.rows) + "\n</ul>"
+            )
+        elif b.kind == "table":
+            parts.append(_html_table(b))
+    head = (
+        f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f"<title>{html.escape(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n"
+    )
+    return head + "\n".join(parts) + "\n</body>\n</html>\n"
+
+
+def read_analysis(results_dir: Path) -> pd.DataFrame:
+    """analysis.csv as written; only empty cells are missing (so the verdict "n/a" survives)."""
+    return pd.read_csv(
+        results_dir / "analysis.csv",
+        dtype={"panel": "Int64", "n_rows": "Int64"},
+        keep_default_na=False,
+        na_values=[""],
+    )
+
+
+def write_report(
+    results_dir: Path, reanalyse: bool = True, n_boot: int = 1000
+) -> tuple[Path, Path]:
+    """Write REPORT.md and REPORT.html; by default re-run the analysis first so the report,
+    analysis.csv and each differences.csv always agree."""
+    results_dir = Path(results_dir)
+    if reanalyse or not (results_dir / "analysis.csv").exists():
+        an.analyse_results(results_dir, n_boot=n_boot)
+    table = read_analysis(results_dir)
+    blocks = build_blocks(results_dir, table)
+    md, page = results_dir / "REPORT.md", results_dir / "REPORT.html"
+    md.write_text(to_markdown(blocks), encoding="utf-8")
+    page.write_text(to_html(blocks, "genvdis report"), encoding="utf-8")
+    return md, page

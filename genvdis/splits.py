@@ -1,0 +1,79 @@
+"""Random train/test splits, each a pure function of (seed, m, split index).
+
+Because split s at size m depends on nothing else, results do not depend on how splits are
+grouped into tasks, on the number of workers, or on the order tasks finish in; and every model
+is scored on the very same splits (paired comparisons).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from genvdis.errors import UserError
+
+
+def split_rng(seed: int, m: int, split: int, stream: int = 0) -> np.random.Generator:
+    """The generator for one split (stream 0) or for one block's sampler (stream 1)."""
+    return np.random.default_rng([seed, m, split, stream])
+
+
+def check_size(m: int, class_counts: tuple[int, int], test: str | int) -> None:
+    """An m that cannot hold one example of each class and leave a test set is a user error."""
+    n = sum(class_counts)
+    n_test = n - m if test == "rest" else test
+    if m < 2:
+        raise UserError(f"sizes: m={m} cannot hold one example of each class")
+    if m >= n or n_test < 1 or m + n_test > n:
+        raise UserError(
+            f"sizes: m={m} is too large for {n} rows"
+            + ("" if test == "rest" else f" with a test set of {test}")
+        )
+
+
+def _stratified_counts(m: int, class_counts: tuple[int, int]) -> tuple[int, int]:
+    """Per-class training counts proportional to the class sizes, at least 1 of each."""
+    n0, n1 = class_counts
+    k1 = int(np.clip(round(m * n1 / (n0 + n1)), 1, m - 1))
+    k1 = min(k1, n1)
+    k0 = m - k1
+    if k0 > n0:
+        k0, k1 = n0, m - n0
+    return k0, k1
+
+
+def draw_split(
+    y: np.ndarray, m: int, seed: int, split: int, policy: str = "stratified",
+    test: str | int = "rest",
+) -> tuple[np.ndarray, np.ndarray]:
+    """Training and test row indices of split `split` at size `m` (both sorted)."""
+    rng = split_rng(seed, m, split)
+    n = len(y)
+    classes = [np.flatnonzero(y == 0), np.flatnonzero(y == 1)]
+    if policy == "stratified":
+        k0, k1 = _stratified_counts(m, (len(classes[0]), len(classes[1])))
+        train = np.concatenate(
+            [rng.choice(classes[0], k0, replace=False), rng.choice(classes[1], k1, replace=False)]
+        )
+    else:  # uniform among subsets of size m holding both classes (rejection)
+        while True:
+            train = rng.choice(n, m, replace=False)
+            if 0 < y[train].sum() < m:
+                break
+    train.sort()
+    rest = np.setdiff1d(np.arange(n), train, assume_unique=True)
+    if test != "rest":
+        rest = np.sort(rng.choice(rest, int(test), replace=False))
+    return train, rest
+
+
+def draw_block(
+    y: np.ndarray, m: int, seed: int, splits: range, policy: str = "stratified",
+    test: str | int = "rest",
+) -> tuple[np.ndarray, np.ndarray]:
+    """Training indices (S, m) and a test mask (S, n) for a block of split indices."""
+    train = np.empty((len(splits), m), dtype=np.int64)
+    test_mask = np.zeros((len(splits), len(y)), dtype=bool)
+    for row, s in enumerate(splits):
+        train[row], rest = draw_split(y, m, seed, s, policy, test)
+        test_mask[row, rest] = True
+    return train, test_mask
