@@ -45,14 +45,23 @@ class FileDataset(_Strict):
 
 
 class SyntheticDataset(_Strict):
-    """Data drawn from a known distribution, so each model's asymptotic error is known."""
+    """Data drawn from a known distribution, so each model's asymptotic error is known
+    (see genvdis/synthetic.py and docs/theory.md)."""
 
     kind: Literal["binary", "gaussian"]
     n_features: int = Field(ge=1)
-    informative: float = Field(default=0.5, gt=0, le=1)
+    informative: float = Field(default=0.5, gt=0, le=1, description="fraction of features")
     n_rows: int = Field(default=20000, ge=10)
-    effect: float = Field(default=0.5, gt=0)
+    effect: float = Field(
+        default=0.5, gt=0, description="binary: p1 - p0 (< 1); gaussian: mean gap in sd units"
+    )
     seed: int = Field(default=0, ge=0)
+
+    @model_validator(mode="after")
+    def _binary_effect(self) -> SyntheticDataset:
+        if self.kind == "binary" and self.effect >= 1:
+            raise ValueError("a binary effect is p1 - p0 and must be < 1")
+        return self
 
 
 class SyntheticSource(_Strict):
@@ -109,7 +118,7 @@ class Preprocessing(_Strict):
 
 class NaiveBayesSpec(_Strict):
     name: Literal["naive_bayes"] = "naive_bayes"
-    laplace: float = Field(default=1.0, ge=0)
+    laplace: float = Field(default=1.0, gt=0)
     var_smoothing: float = Field(default=1e-9, ge=0)
 
 
@@ -117,7 +126,9 @@ class LogisticRegressionSpec(_Strict):
     name: Literal["logistic_regression"] = "logistic_regression"
     separable: Literal["sample", "max_margin", "ridge"] = "sample"
     C: float = Field(default=1.0, gt=0, description="inverse L2 strength for separable: ridge")
-    steps: int | None = Field(default=None, ge=1, description="hit-and-run steps; default 20(d+1)")
+    mcmc_iterations: int = Field(
+        default=3, ge=1, description="exact-HMC trajectories per random separating hyperplane"
+    )
     max_iter: int = Field(default=100, ge=1)
     tol: float = Field(default=1e-8, gt=0)
 
@@ -194,12 +205,13 @@ class ExperimentConfig(_Strict):
             raise ValueError("'test' must be 'rest' or a positive number of rows")
         return value
 
-    @model_validator(mode="after")
-    def _unique_models(self) -> ExperimentConfig:
-        names = [m.name for m in self.models]
+    @field_validator("models", mode="after")
+    @classmethod
+    def _unique_models(cls, value: list[ModelSpec]) -> list[ModelSpec]:
+        names = [m.name for m in value]
         if len(set(names)) != len(names):
             raise ValueError(f"each model may appear once, got {names}")
-        return self
+        return value
 
     @property
     def size_grid(self) -> list[int]:
@@ -216,12 +228,32 @@ class ExperimentConfig(_Strict):
         """A copy with some fields replaced (CLI options), validated again."""
         data = self.model_dump(mode="python")
         data.update({k: v for k, v in changes.items() if v is not None})
-        return ExperimentConfig.model_validate(data)
+        return parse_config(data, f"config '{self.name}' with options")
+
+
+# Union-typed fields: pydantic names the member it tried after them in an error's path
+# ('sizes.SizeRange.start', 'models.1.lda.epsilon'), a name that is not in the YAML.
+_UNION_FIELDS = {"dataset", "sizes", "attributes", "test", "value"}
+
+
+def _field_path(loc: tuple) -> str:
+    parts: list[str] = []
+    tagged = False
+    for part in loc:
+        if str(part).startswith("function-"):
+            continue
+        if tagged and isinstance(part, str):
+            tagged = False
+            continue
+        tagged = part in _UNION_FIELDS or (isinstance(part, int) and parts == ["models"])
+        parts.append(str(part))
+    return ".".join(parts)
 
 
 def _describe(error: ValidationError) -> str:
-    first = error.errors()[0]
-    loc = ".".join(str(p) for p in first["loc"] if not str(p).startswith("function-"))
+    # The deepest error: for a union, the member that matched furthest says what is wrong.
+    first = max(error.errors(), key=lambda e: len(e["loc"]))
+    loc = _field_path(first["loc"])
     msg = first["msg"].removeprefix("Value error, ")
     if first["type"] == "extra_forbidden":
         msg = "unknown key"

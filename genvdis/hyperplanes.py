@@ -1,12 +1,21 @@
 """Linear separability and separating hyperplanes drawn at random from the version space.
 
 On a linearly separable training set, unregularised logistic regression has no maximum. Ng &
-Jordan then picked a separating hyperplane at random with an MCMC sampler. Here the version
-space is V = {z = (w, b) : a_i . z > 0 for all i, ||z|| <= 1}, with a_i = s_i (x_i, 1) and
-s_i = +-1 the label; it is a convex body (a polyhedral cone cut by the unit ball), and
-hit-and-run, started at an interior point, has the uniform distribution on V as its stationary
-law. Classification depends only on the direction of z, so a uniform draw from V is a draw of
-a separating hyperplane uniform in solid angle.
+Jordan then picked a separating hyperplane at random with an MCMC sampler. The version space is
+V = {z = (w, b) : a_i . z > 0 for all i, ||z|| <= 1}, with a_i = s_i (x_i, 1) and s_i = +-1 the
+label. A classifier depends only on the direction of z, and the uniform law on V has the
+direction uniform (in solid angle) over the cone {A z > 0}.
+
+The sampler uses two facts to be fast and exact in law:
+- a standard normal vector conditioned on the cone {A z > 0} has that same direction law
+  (the normal is rotation invariant and the cone is scale invariant);
+- the constraints only see the part of z in the row space of A (rank r <= m). So z = Q w + v,
+  with Q an orthonormal basis of the row space, w ~ N(0, I_r) truncated to {A Q w > 0}, and
+  v ~ N(0, I) projected on the orthogonal complement, independent and drawn exactly.
+w is drawn by exact Hamiltonian Monte Carlo for the truncated normal (each iteration: an
+exactly solved Hamiltonian trajectory that bounces off the walls), which costs O(m) per bounce
+instead of O(m d).
+Finally the radius is drawn as U^(1/d), so the returned point is uniform on V itself.
 """
 
 from __future__ import annotations
@@ -14,7 +23,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import linprog
 
-MARGIN_TOL = 1e-9
+# A training set is called separable when its L-infinity maximum margin exceeds this. The same
+# threshold makes the cheap non-separability certificate below agree with the LP.
+MARGIN_TOL = 1e-7
 
 
 def signed_rows(X: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -25,7 +36,7 @@ def signed_rows(X: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def max_margin(A: np.ndarray) -> tuple[bool, np.ndarray]:
-    """Solve max t s.t. A z >= t, -1 <= z <= 1 (an LP, HiGHS). Strictly separable iff t > 0;
+    """Solve max t s.t. A z >= t, -1 <= z <= 1 (an LP, HiGHS). Separable iff t > MARGIN_TOL;
     then z is the maximum-margin hyperplane in the L-infinity normalisation."""
     m, d1 = A.shape
     c = np.zeros(d1 + 1)
@@ -40,6 +51,15 @@ def max_margin(A: np.ndarray) -> tuple[bool, np.ndarray]:
     return separable, z
 
 
+def margin_bound(A: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """An upper bound on the L-infinity max margin from any weights lambda >= 0 (Gordan):
+    for ||z||_inf <= 1, min_i a_i.z <= lambda.A z / sum(lambda) <= ||A^T lambda||_1 / sum(lambda).
+    With lambda_i = sigmoid(-a_i.beta) at the logistic MLE, A^T lambda is the likelihood's
+    gradient (~0), so a bound <= MARGIN_TOL proves non-separability without an LP."""
+    gradient = np.einsum("smd,sm->sd", A, weights)
+    return np.abs(gradient).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-300)
+
+
 def has_conflicting_duplicates(X: np.ndarray, y: np.ndarray) -> bool:
     """Two identical inputs with different labels: a cheap, exact proof of non-separability."""
     _, inverse = np.unique(X, axis=0, return_inverse=True)
@@ -49,39 +69,77 @@ def has_conflicting_duplicates(X: np.ndarray, y: np.ndarray) -> bool:
     return bool(labels_per_row.all(axis=1).any())
 
 
-def default_steps(dim: int) -> int:
-    """Hit-and-run steps per draw: 10 per dimension, at least 200 (see docs/separable.md)."""
-    return max(200, 10 * dim)
+def _exact_hmc_step(
+    B: np.ndarray, G: np.ndarray, w: np.ndarray, rng: np.random.Generator, max_bounces: int
+) -> np.ndarray:
+    """One exact HMC trajectory (time pi/2) for N(0, I) truncated to {B w > 0}, batched.
+
+    Under the Gaussian's Hamiltonian a particle moves on w cos t + p sin t, so the time it
+    meets each wall has a closed form; at the first wall the momentum is reflected
+    (Pakman & Paninski, 2014). Constraint values are tracked through the Gram matrix
+    G = B B^T, so a bounce costs O(m) per problem rather than O(m r).
+    """
+    S = w.shape[0]
+    rows = np.arange(S)
+    p = rng.standard_normal(w.shape)
+    c = np.einsum("smr,sr->sm", B, w)  # a_i . w
+    v = np.einsum("smr,sr->sm", B, p)  # a_i . p
+    diag = np.einsum("smm->sm", G)
+    remaining = np.full(S, np.pi / 2)
+    last = np.full(S, -1)
+    active = rows
+    for _ in range(max_bounces):
+        ca, va = c[active], v[active]
+        t = np.arctan2(va, ca) + np.pi / 2  # first zero of c cos t + v sin t after 0
+        just = last[active]
+        t[np.flatnonzero(just >= 0), just[just >= 0]] = np.inf  # the wall it stands on
+        j = t.argmin(axis=1)
+        first = t[np.arange(active.size), j]
+        hit = first < remaining[active]
+        tt = np.where(hit, first, remaining[active])
+        cos, sin = np.cos(tt)[:, None], np.sin(tt)[:, None]
+        w_a, p_a = w[active], p[active]
+        w[active], p[active] = w_a * cos + p_a * sin, p_a * cos - w_a * sin
+        c[active], v[active] = ca * cos + va * sin, va * cos - ca * sin
+        remaining[active] -= tt
+        bounce = active[hit]
+        if bounce.size:
+            jb = j[hit]
+            scale = 2.0 * v[bounce, jb] / diag[bounce, jb]
+            p[bounce] -= scale[:, None] * B[bounce, jb]
+            v[bounce] -= scale[:, None] * G[bounce, jb]
+            c[bounce, jb] = np.abs(c[bounce, jb])
+        last[active] = np.where(hit, j, -1)
+        active = bounce
+        if active.size == 0:
+            break
+    return w
 
 
-def hit_and_run(
-    A: np.ndarray, z0: np.ndarray, steps: int, rng: np.random.Generator
+def sample_version_space(
+    A: np.ndarray, z0: np.ndarray, iterations: int, rng: np.random.Generator,
+    max_bounces: int = 5000,
 ) -> np.ndarray:
     """One draw per problem from the uniform law on {A_s z > 0, ||z|| <= 1}, batched.
 
-    A: (S, m, d) constraint rows, z0: (S, d) strictly interior starts. Each step picks a
-    uniformly random direction u and moves to a uniform point of the chord through z along u.
+    A: (S, m, d) constraint rows, z0: (S, d) strictly feasible starts (any scale).
+    `iterations` exact-HMC trajectories are run from z0 (docs/separable.md: the mean test
+    error is stable from 2 on); a trajectory that ends off the cone through rounding is
+    rejected, so every draw separates.
     """
-    z = z0 / (2.0 * np.linalg.norm(z0, axis=1, keepdims=True))
-    S, _, d = A.shape
-    r = np.einsum("smd,sd->sm", A, z)
-    for step in range(steps):
-        u = rng.standard_normal((S, d))
-        u /= np.linalg.norm(u, axis=1, keepdims=True)
-        q = np.einsum("smd,sd->sm", A, u)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = -r / q
-        lower = np.where(q > 0, ratio, -np.inf).max(axis=1)
-        upper = np.where(q < 0, ratio, np.inf).min(axis=1)
-        zu = np.einsum("sd,sd->s", z, u)
-        root = np.sqrt(np.maximum(zu**2 - np.einsum("sd,sd->s", z, z) + 1.0, 0.0))
-        lower = np.maximum(lower, -zu - root)
-        upper = np.minimum(upper, -zu + root)
-        t = lower + (upper - lower) * rng.uniform(size=S)
-        t = np.where(upper > lower, t, 0.0)
-        z += t[:, None] * u
-        if step % 50 == 49:
-            r = np.einsum("smd,sd->sm", A, z)
-        else:
-            r += t[:, None] * q
-    return z
+    S, m, d = A.shape
+    Q, _ = np.linalg.qr(np.swapaxes(A, 1, 2))  # (S, d, r): a basis of each row space
+    r = Q.shape[2]
+    B = A @ Q
+    G = B @ np.swapaxes(B, 1, 2)
+    w = np.einsum("sdr,sd->sr", Q, z0)
+    w *= np.sqrt(r) / np.linalg.norm(w, axis=1, keepdims=True)  # the typical radius
+    for _ in range(iterations):
+        proposal = _exact_hmc_step(B, G, w.copy(), rng, max_bounces)
+        feasible = (np.einsum("smr,sr->sm", B, proposal) > 0).all(axis=1)
+        w = np.where(feasible[:, None], proposal, w)
+    v = rng.standard_normal((S, d))
+    v -= np.einsum("sdr,sr->sd", Q, np.einsum("sdr,sd->sr", Q, v))
+    z = np.einsum("sdr,sr->sd", Q, w) + (v if d > r else 0.0)
+    radius = rng.uniform(size=(S, 1)) ** (1.0 / d)
+    return radius * z / np.linalg.norm(z, axis=1, keepdims=True)

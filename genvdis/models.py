@@ -95,7 +95,7 @@ class NaiveBayes(LinearModel):
         self, layout: FeatureLayout, laplace: float = 1.0, var_smoothing: float = 1e-9
     ) -> None:
         super().__init__(layout)
-        if layout.n_discrete and not laplace > 0:
+        if not laplace >= 0 or (layout.n_discrete and not laplace > 0):
             raise ValueError("laplace must be > 0 for discrete attributes (log 0 otherwise)")
         if var_smoothing < 0:
             raise ValueError("var_smoothing must be >= 0")
@@ -108,7 +108,10 @@ class NaiveBayes(LinearModel):
         coef = np.zeros((idx.shape[0], Z.shape[1]))
         intercept = np.zeros(idx.shape[0])
         if p:
-            Xc = Zt[:, :, :p]
+            # Measured from a training row, a feature constant in the split is exactly 0, so its
+            # weight is exactly 0, not a rounding error in the means divided by the tiny floor.
+            ref = Zt[:, 0, :p]
+            Xc = Zt[:, :, :p] - ref[:, None]
             mu1 = np.einsum("sm,smd->sd", yt, Xc) / n1[:, None]
             mu0 = np.einsum("sm,smd->sd", 1 - yt, Xc) / n0[:, None]
             centred = Xc - np.where(yt[:, :, None] > 0, mu1[:, None], mu0[:, None])
@@ -116,6 +119,7 @@ class NaiveBayes(LinearModel):
             var += self.var_smoothing * var.max(axis=1, keepdims=True) + 1e-12
             coef[:, :p] = (mu1 - mu0) / var
             intercept -= ((mu1**2 - mu0**2) / (2 * var)).sum(axis=1)
+            intercept -= np.einsum("sd,sd->s", coef[:, :p], ref)
         if self.layout.n_discrete:
             l = self.laplace  # noqa: E741 (the paper's name)
             k = np.repeat(self.layout.levels, self.layout.levels).astype(float)
@@ -162,17 +166,27 @@ def _logistic_loss(X, t, beta, penalty) -> np.ndarray:
 
 
 def newton_logistic(
-    X: np.ndarray, t: np.ndarray, penalty: np.ndarray, max_iter: int = 100, tol: float = 1e-8
+    X: np.ndarray,
+    t: np.ndarray,
+    penalty: np.ndarray,
+    max_iter: int = 100,
+    tol: float = 1e-8,
+    stop_if_separating: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Batched Newton-Raphson (IRLS) with backtracking, for S problems at once.
 
     X (S, m, d), t (S, m) in {0, 1}, penalty (d,) ridge weights (0 for the intercept).
     Converged problems are frozen; a step that does not lower the loss is halved, so every
-    problem converges (the loss is strictly convex). Returns beta (S, d) and converged (S,).
+    problem converges (the loss is strictly convex). With `stop_if_separating`, a problem also
+    stops as soon as its iterate classifies every training point correctly: that iterate proves
+    the set separable, and the likelihood then has no maximum to converge to.
+    Returns beta (S, d) and separating (S,): which problems stopped that way.
     """
     S, _, d = X.shape
     beta = np.zeros((S, d))
     done = np.zeros(S, dtype=bool)
+    separating = np.zeros(S, dtype=bool)
+    sign = 2.0 * t - 1.0
     loss = _logistic_loss(X, t, beta, penalty)
     for _ in range(max_iter):
         act = np.flatnonzero(~done)
@@ -181,7 +195,7 @@ def newton_logistic(
         Xa, ta, ba = X[act], t[act], beta[act]
         p = expit(np.einsum("smd,sd->sm", Xa, ba))
         grad = np.einsum("smd,sm->sd", Xa, ta - p) - penalty * ba
-        hess = np.einsum("smd,sm,sme->sde", Xa, p * (1 - p), Xa) + np.diag(penalty)
+        hess = np.swapaxes(Xa * (p * (1 - p))[..., None], 1, 2) @ Xa + np.diag(penalty)
         try:
             delta = np.linalg.solve(hess, grad[..., None])[..., 0]
         except np.linalg.LinAlgError:  # numerically singular: fall back to the pseudo-inverse
@@ -199,7 +213,12 @@ def newton_logistic(
         loss[act] = np.minimum(new_loss, loss[act])
         small = np.abs(moved).max(axis=1) <= tol * (1 + np.abs(beta[act]).max(axis=1))
         done[act] = small | ~np.isfinite(new_loss)
-    return beta, done
+        if stop_if_separating:
+            margins = sign[act] * np.einsum("smd,sd->sm", Xa, beta[act])
+            split = (margins > 0).all(axis=1)
+            separating[act] = split
+            done[act] |= split
+    return beta, separating
 
 
 class LogisticRegression(LinearModel):
@@ -207,7 +226,7 @@ class LogisticRegression(LinearModel):
 
     Where a training split is linearly separable (an exact LP check), the maximum does not
     exist, and `separable` says what to do: `sample` draws a separating hyperplane uniformly
-    from the version space by hit-and-run (Ng & Jordan's MCMC choice), `max_margin` takes the
+    from the version space by exact HMC (Ng & Jordan's MCMC choice), `max_margin` takes the
     LP's maximum-margin hyperplane, `ridge` fits an L2-penalised model with strength 1/C.
     """
 
@@ -219,49 +238,50 @@ class LogisticRegression(LinearModel):
         layout: FeatureLayout,
         separable: str = "sample",
         C: float = 1.0,
-        steps: int | None = None,
+        mcmc_iterations: int = 3,
         max_iter: int = 100,
         tol: float = 1e-8,
     ) -> None:
         super().__init__(layout)
         if separable not in {"sample", "max_margin", "ridge"}:
             raise ValueError("separable must be 'sample', 'max_margin' or 'ridge'")
-        if not C > 0 or max_iter < 1 or not tol > 0 or (steps is not None and steps < 1):
-            raise ValueError("C and tol must be > 0; max_iter and steps >= 1")
-        self.separable, self.C, self.steps = separable, float(C), steps
+        if not C > 0 or max_iter < 1 or not tol > 0 or mcmc_iterations < 1:
+            raise ValueError("C and tol must be > 0; max_iter and mcmc_iterations >= 1")
+        self.separable, self.C, self.mcmc_iterations = separable, float(C), int(mcmc_iterations)
         self.max_iter, self.tol = int(max_iter), float(tol)
 
-    def _newton(self, X1: np.ndarray, t: np.ndarray, strength: float) -> np.ndarray:
+    def _newton(self, X1: np.ndarray, t: np.ndarray, strength: float, stop: bool = False):
         penalty = np.full(X1.shape[2], strength)
         penalty[-1] = 0.0
-        beta, _ = newton_logistic(X1, t, penalty, self.max_iter, self.tol)
-        return beta
+        return newton_logistic(X1, t, penalty, self.max_iter, self.tol, stop)
 
     def fit_batch(self, Z, y, idx, rng) -> BatchFit:
-        S = idx.shape[0]
         Zt, yt = Z[idx], y[idx]
         X1 = np.concatenate([Zt, np.ones(Zt.shape[:2] + (1,))], axis=2)
-        beta = self._newton(X1, yt.astype(float), TINY_RIDGE)
+        beta, separable = self._newton(X1, yt.astype(float), TINY_RIDGE, stop=True)
         A = hyperplanes.signed_rows(Zt, yt)
-        margins = np.einsum("smd,sd->sm", A, beta)
-        separable = (margins > 0).all(axis=1)  # the fit itself separates: a proof
         start = beta.copy()
-        for s in np.flatnonzero(~separable | (self.separable == "max_margin")):
-            if not separable[s] and hyperplanes.has_conflicting_duplicates(Zt[s], yt[s]):
+        undecided = np.flatnonzero(~separable)
+        if undecided.size:  # the fitted likelihood's gradient usually proves non-separability
+            weights = expit(-np.einsum("smd,sd->sm", A[undecided], beta[undecided]))
+            proven = hyperplanes.margin_bound(A[undecided], weights) <= hyperplanes.MARGIN_TOL
+            undecided = undecided[~proven]
+        for s in undecided:
+            if hyperplanes.has_conflicting_duplicates(Zt[s], yt[s]):
                 continue
-            is_separable, z = hyperplanes.max_margin(A[s])
-            separable[s] = is_separable
-            if is_separable:
-                start[s] = z
+            separable[s], z = hyperplanes.max_margin(A[s])
+            start[s] = z if separable[s] else start[s]
         chosen = np.flatnonzero(separable)
-        if chosen.size:
-            if self.separable == "sample":
-                steps = self.steps or hyperplanes.default_steps(X1.shape[2])
-                beta[chosen] = hyperplanes.hit_and_run(A[chosen], start[chosen], steps, rng)
-            elif self.separable == "max_margin":
-                beta[chosen] = start[chosen]
-            else:
-                beta[chosen] = self._newton(X1[chosen], yt[chosen].astype(float), 1 / self.C)
+        if chosen.size and self.separable == "max_margin":
+            for s in chosen:
+                _, beta[s] = hyperplanes.max_margin(A[s])
+        elif chosen.size and self.separable == "sample":
+            beta[chosen] = hyperplanes.sample_version_space(
+                A[chosen], start[chosen], self.mcmc_iterations, rng
+            )
+        elif chosen.size:
+            strength = 1.0 / self.C
+            beta[chosen], _ = self._newton(X1[chosen], yt[chosen].astype(float), strength)
         return BatchFit(beta[:, :-1], beta[:, -1], separable)
 
 
