@@ -11,8 +11,8 @@ THEORY := $(wildcard configs/theory-*.yaml)
 
 install:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --upgrade pip
-	$(BIN)/pip install -e '.[dev,dask]'
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev,dask]'
 
 test:
 	$(BIN)/python -m pytest

@@ -57,20 +57,51 @@ def _guarded(command):
     return wrapper
 
 
+def _print_version(value: bool) -> None:
+    """Eager, so that `genvdis --version` works without a command."""
+    if value:
+        typer.echo(__version__)
+        raise typer.Exit()
+
+
 @app.callback()
 def main(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log details.")] = False,
-    version: Annotated[bool, typer.Option("--version", help="Print the version.")] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", help="Print the version.", callback=_print_version, is_eager=True
+        ),
+    ] = False,
 ) -> None:
     """genvdis: reproduce Ng & Jordan's Figure 1, and run its protocol on your own data."""
-    if version:
-        typer.echo(__version__)
-        raise typer.Exit()
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.INFO,
-        format="%(message)s",
-        stream=sys.stderr,
-    )
+    root = logging.getLogger()
+    for handler in [h for h in root.handlers if isinstance(h, _StderrHandler)]:
+        root.removeHandler(handler)  # main() may run more than once in a process (tests)
+    root.addHandler(_StderrHandler(verbose))
+    root.setLevel(logging.DEBUG if verbose else logging.INFO)
+
+
+class _StderrHandler(logging.StreamHandler):
+    """Log lines on whatever sys.stderr is now; other libraries' chatter (dask's INFO lines,
+    matplotlib's) only from WARNING up, unless --verbose."""
+
+    def __init__(self, verbose: bool) -> None:
+        super().__init__()
+        self.verbose = verbose
+        self.setFormatter(logging.Formatter("%(message)s"))
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:
+        pass
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        ours = record.name == "genvdis" or record.name.startswith("genvdis.")
+        return ours or self.verbose or record.levelno >= logging.WARNING
 
 
 @app.command()
@@ -81,7 +112,8 @@ def fetch(
     mirror: Mirror = None,
 ) -> None:
     """Download datasets (and their .names files) into the cache, checking each sha256."""
-    from genvdis import datasets, fetch as fetching
+    from genvdis import datasets
+    from genvdis import fetch as fetching
     from genvdis.errors import UserError
 
     chosen = list(datasets.REGISTRY) if all_ else list(names or [])
@@ -116,15 +148,49 @@ def run(
         raise UserError("--jobs must be >= 1")
     if backend not in {"loky", "threading", "dask"}:
         raise UserError(f"--backend must be loky, threading or dask, not '{backend}'")
+    if splits is not None and splits < 1:
+        raise UserError(f"--splits must be >= 1, not {splits}")
+    if seed is not None and seed < 0:
+        raise UserError(f"--seed must be >= 0, not {seed}")
+    if scheduler and backend != "dask":
+        raise UserError("--scheduler needs --backend dask")
     if quiet:
         logging.getLogger().setLevel(logging.WARNING)
     loaded = [load_config(path).with_overrides(splits=splits, seed=seed) for path in configs]
     for path, config in zip(configs, loaded, strict=True):
-        run_dir = engine.run_experiment(
-            config, out, jobs=jobs, backend=backend, scheduler=scheduler, mirror=mirror,
-            base_dir=path.parent, progress=not quiet and sys.stderr.isatty(),
-        )  # fmt: skip
+        try:
+            run_dir = engine.run_experiment(
+                config, out, jobs=jobs, backend=backend, scheduler=scheduler, mirror=mirror,
+                base_dir=path.parent, progress=not quiet and sys.stderr.isatty(),
+            )  # fmt: skip
+        except UserError as error:  # say which config, when several run in one go
+            if str(error).startswith("--"):
+                raise
+            raise UserError(f"{path}: {error}") from None
         log.info("%s: wrote %s", config.name, run_dir)
+
+
+@app.command()
+@_guarded
+def theory(
+    configs: Annotated[list[Path], typer.Argument(help="Theory YAML configs.")],
+    splits: Annotated[int | None, typer.Option(help="Splits per m (default: config).")] = None,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Parallel workers.")] = 1,
+    out: Annotated[Path, typer.Option(help="Results folder.")] = Path("results"),
+    quiet: Quiet = False,
+) -> None:
+    """Sample complexity on synthetic data: m*(eps) vs n features, NB vs LR, with fits."""
+    from genvdis.errors import UserError
+    from genvdis.theory import load_theory_config, run_theory
+
+    if jobs < 1:
+        raise UserError("--jobs must be >= 1")
+    if quiet:
+        logging.getLogger().setLevel(logging.WARNING)
+    progress = not quiet and sys.stderr.isatty()
+    for config in [load_theory_config(path) for path in configs]:
+        root = run_theory(config, out, jobs=jobs, splits=splits, progress=progress)
+        log.info("%s: wrote %s", config.name, root)
 
 
 @app.command()
@@ -166,11 +232,12 @@ def list_datasets(
 ) -> None:
     """The registered datasets: features by kind, files, licence (and rows, classes)."""
     from rich.console import Console
-    from rich.table import Table
+    from rich.table import Column, Table
 
     from genvdis import datasets
 
-    table = Table("name", "rows", "continuous", "discrete", "classes", "source files", "licence")
+    names = Column("name", no_wrap=True, min_width=max(map(len, datasets.REGISTRY)))
+    table = Table(names, "rows", "continuous", "discrete", "classes", "source files", "licence")
     for row in datasets.dataset_table().itertuples():
         rows = classes = "-"
         if counts:

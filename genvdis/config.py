@@ -240,7 +240,8 @@ def _field_path(loc: tuple) -> str:
     parts: list[str] = []
     tagged = False
     for part in loc:
-        if str(part).startswith("function-"):
+        if str(part).startswith("function-"):  # a validator's wrapper: the member's tag
+            tagged = False
             continue
         if tagged and isinstance(part, str):
             tagged = False

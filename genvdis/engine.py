@@ -39,9 +39,7 @@ class EncodedData:
 
     @classmethod
     def from_prepared(cls, data: PreparedData) -> EncodedData:
-        return cls(
-            data.layout.onehot(data.X), data.layout.onehot(data.X, drop_first=True), data.y
-        )
+        return cls(data.layout.onehot(data.X), data.layout.onehot(data.X, drop_first=True), data.y)
 
 
 @dataclass(frozen=True)
@@ -79,8 +77,8 @@ def run_block(
         frames = []
         for model in models:
             Z = data.reference if model.reference_coding else data.onehot
-            rng = splits.split_rng(protocol.seed, m, block.start, stream=1)
-            fit = model.fit_batch(Z, data.y, train, rng)
+            rngs = [splits.split_rng(protocol.seed, m, s, stream=1) for s in block]
+            fit = model.fit_batch(Z, data.y, train, rngs)
             wrong = (fit.decision(Z) > 0) != data.y[:, None].astype(bool)
             errors = (wrong & test_mask.T).sum(axis=0)
             frames.append(
@@ -109,7 +107,10 @@ def plan_tasks(sizes: list[int], n_splits: int, block_size: int) -> list[tuple[i
 
 
 @contextlib.contextmanager
-def _backend(backend: str, jobs: int, scheduler: str | None) -> Iterator[None]:
+def _backend(
+    backend: str, jobs: int, scheduler: str | None, scatter: list | None = None
+) -> Iterator[None]:
+    """joblib's backend for the run; with dask, `scatter` (the data) is sent to workers once."""
     if backend != "dask":
         with joblib.parallel_config(backend=backend, n_jobs=jobs):
             yield
@@ -121,7 +122,7 @@ def _backend(backend: str, jobs: int, scheduler: str | None) -> Iterator[None]:
     if scheduler:
         try:
             client = Client(scheduler, timeout="10s")
-        except OSError as error:
+        except (OSError, ValueError) as error:  # unreachable, or not an address at all
             raise UserError(f"--scheduler: cannot reach {scheduler}: {error}") from None
         cluster = None
     else:
@@ -131,7 +132,7 @@ def _backend(backend: str, jobs: int, scheduler: str | None) -> Iterator[None]:
         )  # fmt: skip
         client = Client(cluster)
     try:
-        with joblib.parallel_config(backend="dask", n_jobs=-1):
+        with joblib.parallel_config(backend="dask", n_jobs=-1, scatter=scatter):
             yield
     finally:
         client.close()
@@ -184,23 +185,27 @@ def run_experiment(
         log.info("%s: up to date (%s)", config.name, run_dir)
         return run_dir
     store = results.CheckpointStore(run_dir, key)
-    kept = store.open()
     tasks = plan_tasks(config.size_grid, config.splits, config.block_size)
-    todo = [(m, block) for m, block in tasks if not store.done(m, block.start)]
-    if kept:
-        log.info("%s: resuming, %d of %d blocks already done", config.name, kept, len(tasks))
     encoded = EncodedData.from_prepared(data)
     protocol = Protocol(config.seed, config.split, config.test)
     started = time.perf_counter()
-    with _backend(backend, jobs, scheduler), _progress(progress, config.name, len(tasks)) as bar:
-        bar(len(tasks) - len(todo))
-        runner = joblib.Parallel(return_as="generator_unordered")
-        outputs = runner(
-            joblib.delayed(_task)(encoded, models, m, block, protocol) for m, block in todo
-        )
-        for m, start, frame in outputs:
-            store.save(m, start, frame)
-            bar(1)
+    parallel = _backend(backend, jobs, scheduler, scatter=[encoded])
+    # threadpool_limits is process-wide: set it around the whole run too, or thread workers
+    # (backend threading, in-process dask) undo each other's limit on exit
+    with threadpool_limits(1), parallel:
+        kept = store.open()  # once the backend is up: a bad --scheduler leaves no run folder
+        todo = [(m, block) for m, block in tasks if not store.done(m, block.start)]
+        if kept:
+            log.info("%s: resuming, %d of %d blocks already done", config.name, kept, len(tasks))
+        with _progress(progress, config.name, len(tasks)) as bar:
+            bar(len(tasks) - len(todo))
+            runner = joblib.Parallel(return_as="generator_unordered")
+            outputs = runner(
+                joblib.delayed(_task)(encoded, models, m, block, protocol) for m, block in todo
+            )
+            for m, start, frame in outputs:
+                store.save(m, start, frame)
+                bar(1)
     log.info("%s: %d blocks in %.1f s", config.name, len(todo), time.perf_counter() - started)
     results.write_results(run_dir, store.load_all(), resolved, [m.name for m in models])
     store.remove()

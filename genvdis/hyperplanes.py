@@ -20,6 +20,8 @@ Finally the radius is drawn as U^(1/d), so the returned point is uniform on V it
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 from scipy.optimize import linprog
 
@@ -70,7 +72,7 @@ def has_conflicting_duplicates(X: np.ndarray, y: np.ndarray) -> bool:
 
 
 def _exact_hmc_step(
-    B: np.ndarray, G: np.ndarray, w: np.ndarray, rng: np.random.Generator, max_bounces: int
+    B: np.ndarray, G: np.ndarray, w: np.ndarray, p: np.ndarray, max_bounces: int
 ) -> np.ndarray:
     """One exact HMC trajectory (time pi/2) for N(0, I) truncated to {B w > 0}, batched.
 
@@ -81,7 +83,6 @@ def _exact_hmc_step(
     """
     S = w.shape[0]
     rows = np.arange(S)
-    p = rng.standard_normal(w.shape)
     c = np.einsum("smr,sr->sm", B, w)  # a_i . w
     v = np.einsum("smr,sr->sm", B, p)  # a_i . p
     diag = np.einsum("smm->sm", G)
@@ -116,13 +117,21 @@ def _exact_hmc_step(
     return w
 
 
+def _normals(rngs: Sequence[np.random.Generator], size: int) -> np.ndarray:
+    return np.stack([rng.standard_normal(size) for rng in rngs])
+
+
 def sample_version_space(
-    A: np.ndarray, z0: np.ndarray, iterations: int, rng: np.random.Generator,
+    A: np.ndarray,
+    z0: np.ndarray,
+    iterations: int,
+    rngs: Sequence[np.random.Generator],
     max_bounces: int = 5000,
 ) -> np.ndarray:
     """One draw per problem from the uniform law on {A_s z > 0, ||z|| <= 1}, batched.
 
-    A: (S, m, d) constraint rows, z0: (S, d) strictly feasible starts (any scale).
+    A: (S, m, d) constraint rows, z0: (S, d) strictly feasible starts (any scale), rngs: one
+    generator per problem, so a problem's draw does not depend on which others share its batch.
     `iterations` exact-HMC trajectories are run from z0 (docs/separable.md: the mean test
     error is stable from 2 on); a trajectory that ends off the cone through rounding is
     rejected, so every draw separates.
@@ -135,11 +144,11 @@ def sample_version_space(
     w = np.einsum("sdr,sd->sr", Q, z0)
     w *= np.sqrt(r) / np.linalg.norm(w, axis=1, keepdims=True)  # the typical radius
     for _ in range(iterations):
-        proposal = _exact_hmc_step(B, G, w.copy(), rng, max_bounces)
+        proposal = _exact_hmc_step(B, G, w.copy(), _normals(rngs, r), max_bounces)
         feasible = (np.einsum("smr,sr->sm", B, proposal) > 0).all(axis=1)
         w = np.where(feasible[:, None], proposal, w)
-    v = rng.standard_normal((S, d))
+    v = _normals(rngs, d)
     v -= np.einsum("sdr,sr->sd", Q, np.einsum("sdr,sd->sr", Q, v))
     z = np.einsum("sdr,sr->sd", Q, w) + (v if d > r else 0.0)
-    radius = rng.uniform(size=(S, 1)) ** (1.0 / d)
+    radius = np.array([rng.uniform() for rng in rngs])[:, None] ** (1.0 / d)
     return radius * z / np.linalg.norm(z, axis=1, keepdims=True)

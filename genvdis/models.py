@@ -20,6 +20,7 @@ against scikit-learn on its own.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -59,8 +60,9 @@ class LinearModel:
         return self.layout.onehot(X, drop_first=self.reference_coding)
 
     def fit_batch(
-        self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, rng: np.random.Generator
+        self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, rngs: Sequence[np.random.Generator]
     ) -> BatchFit:
+        """Fit S classifiers, on training rows idx[s]; rngs[s] is split s's own generator."""
         raise NotImplementedError
 
     def fit(self, X: np.ndarray, y: np.ndarray, random_state: int = 0) -> LinearModel:
@@ -68,7 +70,7 @@ class LinearModel:
         if set(np.unique(y)) != {0, 1}:
             raise ValueError("y must hold both classes, coded 0 and 1")
         idx = np.arange(len(y))[None, :]
-        fit = self.fit_batch(self.encode(X), y, idx, np.random.default_rng(random_state))
+        fit = self.fit_batch(self.encode(X), y, idx, [np.random.default_rng(random_state)])
         self.coef_, self.intercept_ = fit.coef[0], float(fit.intercept[0])
         self.separable_ = bool(fit.separable[0])
         return self
@@ -101,7 +103,7 @@ class NaiveBayes(LinearModel):
             raise ValueError("var_smoothing must be >= 0")
         self.laplace, self.var_smoothing = float(laplace), float(var_smoothing)
 
-    def fit_batch(self, Z, y, idx, rng=None) -> BatchFit:
+    def fit_batch(self, Z, y, idx, rngs=()) -> BatchFit:
         p = self.layout.n_continuous
         Zt, yt = Z[idx], y[idx].astype(float)  # (S, m, D), (S, m)
         n0, n1 = _class_counts(yt)
@@ -146,7 +148,7 @@ class LDA(LinearModel):
             raise ValueError("epsilon must be >= 0")
         self.epsilon = float(epsilon)
 
-    def fit_batch(self, Z, y, idx, rng=None) -> BatchFit:
+    def fit_batch(self, Z, y, idx, rngs=()) -> BatchFit:
         Zt, yt = Z[idx], y[idx].astype(float)
         n0, n1 = _class_counts(yt)
         mu1 = np.einsum("sm,smd->sd", yt, Zt) / n1[:, None]
@@ -255,7 +257,7 @@ class LogisticRegression(LinearModel):
         penalty[-1] = 0.0
         return newton_logistic(X1, t, penalty, self.max_iter, self.tol, stop)
 
-    def fit_batch(self, Z, y, idx, rng) -> BatchFit:
+    def fit_batch(self, Z, y, idx, rngs) -> BatchFit:
         Zt, yt = Z[idx], y[idx]
         X1 = np.concatenate([Zt, np.ones(Zt.shape[:2] + (1,))], axis=2)
         beta, separable = self._newton(X1, yt.astype(float), TINY_RIDGE, stop=True)
@@ -277,7 +279,7 @@ class LogisticRegression(LinearModel):
                 _, beta[s] = hyperplanes.max_margin(A[s])
         elif chosen.size and self.separable == "sample":
             beta[chosen] = hyperplanes.sample_version_space(
-                A[chosen], start[chosen], self.mcmc_iterations, rng
+                A[chosen], start[chosen], self.mcmc_iterations, [rngs[s] for s in chosen]
             )
         elif chosen.size:
             strength = 1.0 / self.C

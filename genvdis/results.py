@@ -85,6 +85,8 @@ class CheckpointStore:
                     self.dir,
                 )
                 shutil.rmtree(self.dir)
+        for stale in [*self.dir.parent.glob(".*.tmp"), *self.dir.glob(".*.tmp")]:
+            stale.unlink(missing_ok=True)  # a write that a killed run left half-done
         self.dir.mkdir(parents=True, exist_ok=True)
         atomic_write_text(stamp, self.key + "\n")
         return len(list(self.dir.glob("*.csv")))

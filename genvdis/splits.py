@@ -13,7 +13,7 @@ from genvdis.errors import UserError
 
 
 def split_rng(seed: int, m: int, split: int, stream: int = 0) -> np.random.Generator:
-    """The generator for one split (stream 0) or for one block's sampler (stream 1)."""
+    """The generator for one split's rows (stream 0) or its random hyperplane (stream 1)."""
     return np.random.default_rng([seed, m, split, stream])
 
 
@@ -42,7 +42,11 @@ def _stratified_counts(m: int, class_counts: tuple[int, int]) -> tuple[int, int]
 
 
 def draw_split(
-    y: np.ndarray, m: int, seed: int, split: int, policy: str = "stratified",
+    y: np.ndarray,
+    m: int,
+    seed: int,
+    split: int,
+    policy: str = "stratified",
     test: str | int = "rest",
 ) -> tuple[np.ndarray, np.ndarray]:
     """Training and test row indices of split `split` at size `m` (both sorted)."""
@@ -60,14 +64,18 @@ def draw_split(
             if 0 < y[train].sum() < m:
                 break
     train.sort()
-    rest = np.setdiff1d(np.arange(n), train, assume_unique=True)
+    rest = _rest(n, train)
     if test != "rest":
         rest = np.sort(rng.choice(rest, int(test), replace=False))
     return train, rest
 
 
 def draw_block(
-    y: np.ndarray, m: int, seed: int, splits: range, policy: str = "stratified",
+    y: np.ndarray,
+    m: int,
+    seed: int,
+    splits: range,
+    policy: str = "stratified",
     test: str | int = "rest",
 ) -> tuple[np.ndarray, np.ndarray]:
     """Training indices (S, m) and a test mask (S, n) for a block of split indices."""
@@ -77,3 +85,9 @@ def draw_block(
         train[row], rest = draw_split(y, m, seed, s, policy, test)
         test_mask[row, rest] = True
     return train, test_mask
+
+
+def _rest(n: int, train: np.ndarray) -> np.ndarray:
+    keep = np.ones(n, dtype=bool)
+    keep[train] = False
+    return np.flatnonzero(keep)

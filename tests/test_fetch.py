@@ -1,0 +1,157 @@
+"""Downloads through genvdis.fetch and genvdis.datasets, against a loopback HTTP server or a
+local folder, each test with its own empty cache. Nothing here reaches the internet."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import http.server
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from genvdis import datasets, fetch
+from genvdis.errors import UserError
+
+LENSES = datasets.get_info("lenses").files[0]  # lenses/lenses.data, 408 bytes
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture
+def serve() -> Iterator:
+    """Serve a folder over HTTP on 127.0.0.1; returns its base URL."""
+    servers = []
+
+    def start(folder: Path) -> str:
+        handler = functools.partial(_Quiet, directory=str(folder))
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return f"http://127.0.0.1:{server.server_address[1]}/"
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def dead_mirror() -> str:
+    """A URL on a loopback port that nothing listens on: every download fails at once."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/"
+
+
+@pytest.fixture
+def corrupted_mirror(tmp_path, uci_dir) -> Path:
+    """A folder laid out like the archive, holding lenses.data with one byte changed."""
+    folder = tmp_path / "bad-mirror"
+    (folder / "lenses").mkdir(parents=True)
+    data = bytearray((uci_dir / LENSES.path).read_bytes())
+    data[10] = ord("9") if data[10] != ord("9") else ord("8")
+    (folder / LENSES.path).write_bytes(bytes(data))
+    return folder
+
+
+@pytest.fixture(autouse=True)
+def _no_ambient_settings(monkeypatch) -> None:
+    """The developer's own GENVDIS_* settings must not leak into these tests."""
+    monkeypatch.delenv(fetch.MIRROR_ENV, raising=False)
+    monkeypatch.delenv(fetch.DATA_ENV, raising=False)
+
+
+def test_download_then_reuse_the_cache_without_network(http_mirror, dead_mirror, tmp_path):
+    cache = tmp_path / "cache"
+    path = fetch.fetch_file(LENSES, mirror=http_mirror, cache=cache)
+    assert path == cache / LENSES.path
+    assert path.stat().st_size == LENSES.size and _sha256(path) == LENSES.sha256
+    stamp = path.stat().st_mtime_ns
+    again = fetch.fetch_file(LENSES, mirror=dead_mirror, cache=cache)
+    assert again == path and again.stat().st_mtime_ns == stamp  # not downloaded again
+
+
+@pytest.mark.parametrize("over_http", [True, False], ids=["http", "folder"])
+def test_corrupted_download_is_rejected_and_not_cached(
+    over_http, corrupted_mirror, serve, tmp_path
+):
+    cache = tmp_path / "cache"
+    mirror = serve(corrupted_mirror) if over_http else str(corrupted_mirror)
+    with pytest.raises(UserError) as info:
+        fetch.fetch_file(LENSES, mirror=mirror, cache=cache)
+    message = str(info.value)
+    assert LENSES.path in message and "checksum" in message and "\n" not in message
+    assert not (cache / LENSES.path).exists()
+    leftovers = [p for p in cache.rglob("*") if p.is_file()] if cache.exists() else []
+    assert leftovers == []
+
+
+def test_corrupted_cached_file_is_downloaded_again(http_mirror, tmp_path):
+    cache = tmp_path / "cache"
+    target = cache / LENSES.path
+    target.parent.mkdir(parents=True)
+    target.write_bytes(b"1 1 1 1 1 3\n")  # e.g. a truncated or hand-edited copy
+    path = fetch.fetch_file(LENSES, mirror=http_mirror, cache=cache)
+    assert path == target and _sha256(path) == LENSES.sha256
+
+
+def test_no_network_and_no_cache_is_a_user_error(dead_mirror, tmp_path):
+    with pytest.raises(UserError) as info:
+        fetch.fetch_file(LENSES, mirror=dead_mirror, cache=tmp_path / "cache")
+    message = str(info.value)
+    assert LENSES.path in message and fetch.MIRROR_ENV in message
+    assert not (tmp_path / "cache" / LENSES.path).exists()
+
+
+def test_local_folder_mirror(uci_dir, tmp_path):
+    for mirror in (str(uci_dir), uci_dir.as_uri()):  # a path or a file:// URL
+        cache = tmp_path / mirror.replace("/", "_")
+        path = fetch.fetch_file(LENSES, mirror=mirror, cache=cache)
+        assert path == cache / LENSES.path and _sha256(path) == LENSES.sha256
+
+
+def test_mirror_env_variable_and_data_env_variable(monkeypatch, http_mirror, tmp_path):
+    monkeypatch.setenv(fetch.MIRROR_ENV, http_mirror)
+    monkeypatch.setenv(fetch.DATA_ENV, str(tmp_path / "env-cache"))
+    (path,) = datasets.fetch_dataset("lenses")
+    assert path == tmp_path / "env-cache" / LENSES.path and _sha256(path) == LENSES.sha256
+
+
+def test_mirror_option_wins_over_the_env_variable(monkeypatch, http_mirror, dead_mirror, tmp_path):
+    monkeypatch.setenv(fetch.MIRROR_ENV, dead_mirror)
+    monkeypatch.setenv(fetch.DATA_ENV, str(tmp_path))
+    paths = datasets.fetch_dataset("lenses", mirror=http_mirror, docs=True)
+    assert [p.name for p in paths] == ["lenses.data", "lenses.names"]
+    raw = datasets.load_registered("lenses", mirror=http_mirror)
+    assert len(raw.frame) == 24  # the lenses table: 24 rows
+
+
+def test_source_urls_default_to_the_uci_archive():
+    """Without a mirror the file comes from the UCI archive layout (not fetched here)."""
+    urls = fetch.source_urls(LENSES)
+    assert urls[0] == "https://archive.ics.uci.edu/ml/machine-learning-databases/lenses/lenses.data"
+    assert fetch.source_urls(LENSES, "http://example.org/uci") == [
+        "http://example.org/uci/lenses/lenses.data"
+    ]
+    assert fetch.source_urls(LENSES, "/srv/uci/") == ["/srv/uci/lenses/lenses.data"]
+
+
+def test_default_cache_and_mirror_come_from_the_environment(monkeypatch, tmp_path):
+    assert fetch.data_dir() == Path("data") and fetch.mirror_base() is None
+    monkeypatch.setenv(fetch.DATA_ENV, str(tmp_path))
+    monkeypatch.setenv(fetch.MIRROR_ENV, "http://mirror.invalid/")
+    assert fetch.data_dir() == tmp_path and fetch.data_dir("elsewhere") == Path("elsewhere")
+    assert fetch.mirror_base() == "http://mirror.invalid/"
+    assert fetch.mirror_base("/local") == "/local"

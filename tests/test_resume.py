@@ -1,0 +1,211 @@
+"""Kill a run at any moment, rerun the same command, get the bytes of an uninterrupted run.
+
+The killed run is a real `python -m genvdis.cli run` process stopped with SIGKILL (no cleanup
+code runs) while it is between blocks. What it leaves must be complete checkpoints only; the
+rerun must finish from them to CSVs identical to a clean run's; a changed seed or changed data
+must throw old checkpoints away, saying so; and rerunning a finished run must change nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from genvdis import results
+from genvdis.cli import app
+
+# 3 sizes x 20 blocks of 3 splits: a second or two, time enough to kill it half-way. At
+# m = 12 most training sets are separable, so resumed blocks must also replay the sampler.
+CONFIG = """\
+name: pima
+dataset: pima
+attributes: continuous
+target: {positive: ["1"]}
+sizes: [12, 100, 300]
+splits: 60
+block_size: 3
+seed: 5
+"""
+N_BLOCKS = 3 * 20
+KILL_AFTER = 8  # blocks
+FILES = ("errors.csv", "summary.csv", "config.yaml")
+
+
+def _cli(args: list[str]) -> tuple[int, str]:
+    result = CliRunner().invoke(app, args)
+    return result.exit_code, result.stderr
+
+
+def _command(config: Path, out: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "genvdis.cli", "run", str(config), "--out", str(out), *extra]
+
+
+def _run_process(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(args, env=env, capture_output=True, text=True, timeout=300)
+
+
+def _snapshot(run_dir: Path) -> dict[str, bytes]:
+    return {f: (run_dir / f).read_bytes() for f in FILES}
+
+
+@pytest.fixture(scope="module")
+def env(uci_dir, shared_cache) -> dict[str, str]:
+    return {**os.environ, "GENVDIS_MIRROR": str(uci_dir), "GENVDIS_DATA": str(shared_cache)}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, env):
+    """A clean run, and a run SIGKILLed half-way (a pristine copy of it is kept too)."""
+    root = tmp_path_factory.mktemp("resume")
+    config = root / "pima.yaml"
+    config.write_text(CONFIG)
+    done = _run_process(_command(config, root / "clean", "-q"), env)
+    assert done.returncode == 0, done.stderr
+
+    killed = root / "killed"
+    checkpoints = killed / "pima" / results.CHECKPOINTS
+    process = subprocess.Popen(
+        _command(config, killed, "--jobs", "1"),
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while process.poll() is None and time.monotonic() < deadline:
+            finished = len(list(checkpoints.glob("m*.csv")))
+            if finished >= KILL_AFTER and not (killed / "pima" / "errors.csv").exists():
+                break
+            time.sleep(0.005)
+        assert process.poll() is None, "the run finished before it could be killed"
+        process.send_signal(signal.SIGKILL)
+    finally:
+        process.kill()
+        process.wait()
+    shutil.copytree(killed, root / "killed-copy")
+    return root, config
+
+
+def test_a_killed_run_leaves_only_complete_checkpoints(runs):
+    root, _ = runs
+    run_dir = root / "killed-copy" / "pima"
+    reference = pd.read_csv(root / "clean" / "pima" / "errors.csv")
+    files = [p for p in run_dir.rglob("*") if p.is_file()]
+    done = [p for p in files if p.parent.name == results.CHECKPOINTS and p.suffix == ".csv"]
+    in_flight = [p for p in files if p.name.startswith(".") and p.suffix == ".tmp"]
+    # nothing but the fingerprint, finished blocks and (at most) one invisible temporary file
+    assert set(files) - set(done) - set(in_flight) == {
+        run_dir / results.CHECKPOINTS / "fingerprint"
+    }
+    assert len(in_flight) <= 1
+    assert KILL_AFTER <= len(done) < N_BLOCKS  # killed half-way, as intended
+    for path in done:  # each block is whole, and holds exactly the clean run's numbers
+        block = pd.read_csv(path)
+        assert list(block.columns) == results.ERROR_COLUMNS
+        assert len(block) == 2 * 3  # 2 models x block_size splits
+        expected = block[["model", "m", "split"]].merge(reference, on=["model", "m", "split"])
+        pd.testing.assert_frame_equal(
+            block.sort_values(["model", "split"]).reset_index(drop=True),
+            expected.sort_values(["model", "split"]).reset_index(drop=True),
+        )
+
+
+def test_rerunning_the_same_command_finishes_with_identical_bytes(runs, env):
+    root, config = runs
+    run_dir = root / "killed" / "pima"
+    # as if the kill had also interrupted the final write of errors.csv
+    (run_dir / ".errors.csv.x1y2z3.tmp").write_text("model,m,split\nnaive_bayes,12")
+    resumed = _run_process(_command(config, root / "killed", "--jobs", "1"), env)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resuming" in resumed.stderr
+    assert _snapshot(run_dir) == _snapshot(root / "clean" / "pima")
+    # no checkpoint folder and no stray temporary file left behind
+    assert sorted(p.name for p in run_dir.iterdir()) == sorted(FILES)
+
+
+def test_rerunning_a_finished_run_changes_nothing(runs, mirror_env):
+    root, config = runs
+    run_dir = root / "clean" / "pima"
+    before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in run_dir.iterdir()}
+    code, stderr = _cli(["run", str(config), "--out", str(root / "clean")])
+    assert code == 0, stderr
+    assert "up to date" in stderr
+    after = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in run_dir.iterdir()}
+    assert after == before
+
+
+def test_a_changed_seed_discards_old_checkpoints_and_says_so(runs, mirror_env):
+    root, config = runs
+    leftovers = root / "seed7"
+    shutil.copytree(root / "killed-copy", leftovers)
+    code, stderr = _cli(["run", str(config), "--seed", "7", "--out", str(leftovers)])
+    assert code == 0, stderr
+    assert "discarding" in stderr and "checkpoint" in stderr
+    code, stderr = _cli(["run", str(config), "--seed", "7", "--out", str(root / "seed7-clean")])
+    assert code == 0 and "discarding" not in stderr
+    assert _snapshot(leftovers / "pima") == _snapshot(root / "seed7-clean" / "pima")
+    assert _snapshot(leftovers / "pima") != _snapshot(root / "clean" / "pima")
+
+
+def _interrupt_after(monkeypatch, n_blocks: int) -> None:
+    """Make the run stop with Ctrl-C once n_blocks checkpoints are saved."""
+    save, saved = results.CheckpointStore.save, []
+
+    def save_then_stop(self, m, start, frame):
+        save(self, m, start, frame)
+        saved.append(start)
+        if len(saved) == n_blocks:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(results.CheckpointStore, "save", save_then_stop)
+
+
+def test_changed_data_discards_checkpoints_of_the_old_data(tmp_path, monkeypatch):
+    rng = np.random.default_rng(0)
+    table = pd.DataFrame(rng.normal(size=(80, 3)).round(3), columns=["a", "b", "c"])
+    table["y"] = np.where(table["a"] + rng.normal(size=80) > 0, "pos", "neg")
+    data = tmp_path / "data.csv"
+    table.to_csv(data, index=False)
+    config = tmp_path / "own.yaml"
+    config.write_text(
+        "name: own\ndataset: {path: data.csv, target: y}\ntarget: {positive: [pos]}\n"
+        "sizes: [10, 20]\nsplits: 6\nblock_size: 2\n"
+    )
+    with monkeypatch.context() as patch:
+        _interrupt_after(patch, 2)
+        code, stderr = _cli(["run", str(config), "--out", str(tmp_path / "out")])
+    assert code == 130  # Ctrl-C: one line, finished blocks kept
+    assert stderr.strip().splitlines()[-1].startswith("interrupted")
+    assert len(list((tmp_path / "out" / "own" / results.CHECKPOINTS).glob("m*.csv"))) == 2
+
+    table.loc[0, "a"] += 1.0  # the data changes under the checkpoints
+    table.to_csv(data, index=False)
+    code, stderr = _cli(["run", str(config), "--out", str(tmp_path / "out")])
+    assert code == 0, stderr
+    assert "discarding 2 checkpoint(s)" in stderr
+    code, _ = _cli(["run", str(config), "--out", str(tmp_path / "clean")])
+    assert code == 0
+    assert _snapshot(tmp_path / "out" / "own") == _snapshot(tmp_path / "clean" / "own")
+
+
+def test_an_unchanged_config_keeps_its_checkpoints(tmp_path, monkeypatch, mirror_env):
+    """The control for the two tests above: same config, same data, nothing is discarded."""
+    config = tmp_path / "pima.yaml"
+    config.write_text(CONFIG.replace("splits: 60", "splits: 8"))
+    with monkeypatch.context() as patch:
+        _interrupt_after(patch, 3)
+        code, _ = _cli(["run", str(config), "--out", str(tmp_path / "out")])
+    assert code == 130
+    code, stderr = _cli(["run", str(config), "--out", str(tmp_path / "out")])
+    assert code == 0, stderr
+    assert "discarding" not in stderr and "resuming, 3 of 9 blocks already done" in stderr

@@ -1,0 +1,118 @@
+"""Train/test splits: stratified counts, both classes always present, a pure function of
+(seed, m, split), and independent of how splits are grouped into blocks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from genvdis.errors import UserError
+from genvdis.splits import check_size, draw_block, draw_split
+
+PIMA_LIKE = np.array([0] * 500 + [1] * 268)  # pima's class sizes
+RARE = np.array([0] * 90 + [1] * 10)
+
+
+@pytest.mark.parametrize(
+    ("y", "m", "expected"),
+    [
+        (PIMA_LIKE, 10, (7, 3)),  # 10 * 268/768 = 3.49
+        (PIMA_LIKE, 100, (65, 35)),  # 34.9
+        (PIMA_LIKE, 2, (1, 1)),  # 0.70 rounds to 1
+        (RARE, 20, (18, 2)),
+        (RARE, 5, (4, 1)),  # 0.5 would round to 0: at least one of each class
+        (RARE, 3, (2, 1)),
+        (np.array([0] * 3 + [1] * 97), 4, (1, 3)),  # 0.12 of the minority: still one
+    ],
+)
+def test_stratified_counts_are_rounded_proportions_with_both_classes(y, m, expected):
+    for split in range(5):
+        train, _ = draw_split(y, m, seed=0, split=split, policy="stratified")
+        assert len(train) == m
+        counts = (int((y[train] == 0).sum()), int((y[train] == 1).sum()))
+        assert counts == expected
+
+
+def test_random_policy_always_holds_both_classes_and_is_uniform_otherwise():
+    """Uniform over m-subsets conditioned on both classes: with 6 negatives, 4 positives and
+    m = 3, P(one positive) = C(4,1)C(6,2) / (C(4,1)C(6,2) + C(4,2)C(6,1)) = 60/96."""
+    y = np.array([0] * 6 + [1] * 4)
+    positives = []
+    for split in range(2000):
+        train, _ = draw_split(y, 3, seed=1, split=split, policy="random")
+        k = int(y[train].sum())
+        assert 1 <= k <= 2
+        positives.append(k)
+    share = np.mean(np.array(positives) == 1)
+    se = np.sqrt(0.625 * 0.375 / 2000)
+    assert abs(share - 0.625) < 4 * se
+    # The minority class is never missed, even when it is rare and m is small.
+    for split in range(200):
+        train, _ = draw_split(RARE, 2, seed=0, split=split, policy="random")
+        assert sorted(RARE[train]) == [0, 1]
+
+
+@pytest.mark.parametrize("policy", ["stratified", "random"])
+def test_split_is_a_pure_function_of_seed_size_and_index(policy):
+    a_train, a_test = draw_split(PIMA_LIKE, 30, seed=3, split=7, policy=policy)
+    b_train, b_test = draw_split(PIMA_LIKE, 30, seed=3, split=7, policy=policy)
+    np.testing.assert_array_equal(a_train, b_train)
+    np.testing.assert_array_equal(a_test, b_test)
+    for other in [dict(seed=3, split=8), dict(seed=4, split=7)]:
+        c_train, _ = draw_split(PIMA_LIKE, 30, policy=policy, **other)
+        assert not np.array_equal(a_train, c_train)
+    # Different sizes are not nested prefixes of one permutation either: independent draws.
+    d_train, _ = draw_split(PIMA_LIKE, 31, seed=3, split=7, policy=policy)
+    assert not set(a_train) <= set(d_train)
+
+
+@pytest.mark.parametrize("test", ["rest", 50])
+def test_blocks_do_not_change_the_splits(test):
+    whole_train, whole_mask = draw_block(PIMA_LIKE, 20, 5, range(0, 10), test=test)
+    parts = [draw_block(PIMA_LIKE, 20, 5, r, test=test) for r in (range(0, 5), range(5, 10))]
+    np.testing.assert_array_equal(whole_train, np.vstack([p[0] for p in parts]))
+    np.testing.assert_array_equal(whole_mask, np.vstack([p[1] for p in parts]))
+    # A block's row s is split s, whatever the block starts at.
+    train, rest = draw_split(PIMA_LIKE, 20, 5, 7, test=test)
+    np.testing.assert_array_equal(whole_train[7], train)
+    np.testing.assert_array_equal(np.flatnonzero(whole_mask[7]), rest)
+
+
+@pytest.mark.parametrize("policy", ["stratified", "random"])
+def test_train_and_test_are_disjoint_and_test_is_the_rest(policy):
+    n = len(PIMA_LIKE)
+    for split in range(5):
+        train, test = draw_split(PIMA_LIKE, 40, seed=0, split=split, policy=policy)
+        assert len(np.unique(train)) == 40
+        assert not set(train) & set(test)
+        np.testing.assert_array_equal(np.sort(np.concatenate([train, test])), np.arange(n))
+
+
+def test_fixed_test_size_is_disjoint_from_training():
+    for split in range(5):
+        train, test = draw_split(PIMA_LIKE, 40, seed=0, split=split, test=100)
+        assert len(test) == len(np.unique(test)) == 100
+        assert not set(train) & set(test)
+    train_mask = draw_block(PIMA_LIKE, 40, 0, range(3), test=100)[1]
+    np.testing.assert_array_equal(train_mask.sum(axis=1), [100, 100, 100])
+
+
+@pytest.mark.parametrize(
+    ("m", "test", "fragment"),
+    [
+        (768, "rest", "too large"),  # no test row left
+        (800, "rest", "too large"),
+        (1, "rest", "one example of each class"),
+        (0, "rest", "one example of each class"),
+        (700, 100, "test set of 100"),  # 700 + 100 > 768
+    ],
+)
+def test_check_size_rejects_impossible_sizes(m, test, fragment):
+    with pytest.raises(UserError, match=fragment) as info:
+        check_size(m, (500, 268), test)
+    assert f"m={m}" in str(info.value)
+
+
+@pytest.mark.parametrize(("m", "test"), [(2, "rest"), (767, "rest"), (668, 100)])
+def test_check_size_accepts_the_limits(m, test):
+    check_size(m, (500, 268), test)
