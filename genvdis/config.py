@@ -179,7 +179,11 @@ class ExperimentConfig(_Strict):
     split: Literal["stratified", "random"] = "stratified"
     test: Literal["rest"] | int = "rest"
     seed: int = Field(default=0, ge=0)
-    block_size: int = Field(default=100, ge=1, description="splits per task and per checkpoint")
+    block_size: int | None = Field(
+        default=None,
+        ge=1,
+        description="splits per task and per checkpoint; default: memory-capped (see engine)",
+    )
 
     @field_validator("models", mode="before")
     @classmethod

@@ -37,6 +37,11 @@ class EncodedData:
     reference: np.ndarray
     y: np.ndarray
 
+    @property
+    def width(self) -> int:
+        """Columns of the widest design a model fits (one-hot plus an intercept)."""
+        return self.onehot.shape[1] + 1
+
     @classmethod
     def from_prepared(cls, data: PreparedData) -> EncodedData:
         return cls(data.layout.onehot(data.X), data.layout.onehot(data.X, drop_first=True), data.y)
@@ -97,13 +102,28 @@ def run_block(
     return pd.concat(frames, ignore_index=True)
 
 
-def plan_tasks(sizes: list[int], n_splits: int, block_size: int) -> list[tuple[int, range]]:
-    """(m, block of split indices) for every m; blocks are fixed by block_size alone."""
-    return [
-        (m, range(start, min(start + block_size, n_splits)))
-        for m in sizes
-        for start in range(0, n_splits, block_size)
-    ]
+BLOCK_BYTES = 64 * 2**20  # a block's training tensor (splits x m x features) stays near this
+MAX_BLOCK = 250
+
+
+def auto_block_size(m: int, width: int) -> int:
+    """Splits per task: big enough to amortise Python overhead, small enough that a task's
+    arrays (a few copies of splits x m x width doubles) keep a worker well under 1 GB."""
+    return int(np.clip(BLOCK_BYTES // (8 * m * max(width, 1)), 5, MAX_BLOCK))
+
+
+def plan_tasks(
+    sizes: list[int], n_splits: int, block_size: int | None, width: int = 1
+) -> list[tuple[int, range]]:
+    """(m, block of split indices) for every m. Results do not depend on the blocks: each
+    split has its own random streams, so blocks only set memory use and checkpoint size."""
+    tasks = []
+    for m in sizes:
+        size = block_size or auto_block_size(m, width)
+        tasks += [
+            (m, range(start, min(start + size, n_splits))) for start in range(0, n_splits, size)
+        ]
+    return tasks
 
 
 @contextlib.contextmanager
@@ -177,7 +197,10 @@ def run_experiment(
     for m in config.size_grid:
         splits.check_size(m, data.class_counts, config.test)
     models = [build_model(spec, data.layout) for spec in config.models]
+    encoded = EncodedData.from_prepared(data)
+    tasks = plan_tasks(config.size_grid, config.splits, config.block_size, encoded.width)
     resolved = resolve(config, data)
+    resolved["splits_per_block"] = {m: len(block) for m, block in tasks if block.start == 0}
     key = results.fingerprint(resolved)
     resolved["fingerprint"] = key
     previous = results.read_resolved(run_dir)
@@ -185,8 +208,6 @@ def run_experiment(
         log.info("%s: up to date (%s)", config.name, run_dir)
         return run_dir
     store = results.CheckpointStore(run_dir, key)
-    tasks = plan_tasks(config.size_grid, config.splits, config.block_size)
-    encoded = EncodedData.from_prepared(data)
     protocol = Protocol(config.seed, config.split, config.test)
     started = time.perf_counter()
     parallel = _backend(backend, jobs, scheduler, scatter=[encoded])

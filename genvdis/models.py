@@ -32,6 +32,7 @@ from genvdis.preprocessing import FeatureLayout
 # An infinitesimal ridge: it picks the minimum-norm maximiser when the likelihood's maximum is
 # a set (an attribute value absent from a training split), and changes nothing else visibly.
 TINY_RIDGE = 1e-8
+DECREMENT_TOL = 1e-9
 
 
 @dataclass
@@ -214,7 +215,11 @@ def newton_logistic(
         beta[act] = ba + moved
         loss[act] = np.minimum(new_loss, loss[act])
         small = np.abs(moved).max(axis=1) <= tol * (1 + np.abs(beta[act]).max(axis=1))
-        done[act] = small | ~np.isfinite(new_loss)
+        # Newton decrement: the loss is within ~decrement/2 of its minimum. A quasi-separated
+        # direction (an attribute value seen in one class only) lets the weights grow forever
+        # while the loss creeps down by e^-|w|: stop once that is below DECREMENT_TOL.
+        decrement = np.einsum("sd,sd->s", grad, delta)
+        done[act] = small | (decrement < DECREMENT_TOL) | ~np.isfinite(new_loss)
         if stop_if_separating:
             margins = sign[act] * np.einsum("smd,sd->sm", Xa, beta[act])
             split = (margins > 0).all(axis=1)
