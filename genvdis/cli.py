@@ -255,12 +255,18 @@ def list_datasets(
 def validate(
     configs: Annotated[list[Path], typer.Argument(help="YAML config files.")],
 ) -> None:
-    """Check configs (schema, dataset name) without fetching or running anything."""
+    """Check configs (run or theory; schema, dataset name) without fetching or running."""
     from genvdis import datasets
-    from genvdis.config import load_config
+    from genvdis.config import is_theory_config, parse_config, read_yaml
+    from genvdis.theory import parse_theory_config
 
     for path in configs:
-        config = load_config(path)
+        data = read_yaml(path)
+        if is_theory_config(data):
+            theory = parse_theory_config(data, str(path))
+            typer.echo(f"{path}: ok (theory {theory.name}, {len(theory.n)} values of n)")
+            continue
+        config = parse_config(data, str(path))
         if isinstance(config.dataset, str):
             datasets.get_info(config.dataset)
         typer.echo(f"{path}: ok ({config.name}, {len(config.size_grid)} sizes)")

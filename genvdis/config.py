@@ -277,8 +277,9 @@ def parse_config(data: Any, source: str = "config") -> ExperimentConfig:
         raise UserError(f"{source}: {_describe(error)}") from None
 
 
-def load_config(path: str | Path) -> ExperimentConfig:
-    """Read a YAML config with `yaml.safe_load` (nothing in it is ever executed)."""
+def read_yaml(path: str | Path) -> Any:
+    """A YAML file's content, by `yaml.safe_load` (nothing in it is ever executed); any
+    problem is a one-line UserError naming the file."""
     path = Path(path)
     if not path.is_file():
         raise UserError(f"{path}: config file not found")
@@ -291,4 +292,14 @@ def load_config(path: str | Path) -> ExperimentConfig:
         raise UserError(f"{path}: malformed YAML{where}: {problem}") from None
     except UnicodeDecodeError:
         raise UserError(f"{path}: not a UTF-8 text file") from None
-    return parse_config(data, str(path))
+    return data
+
+
+def is_theory_config(data: Any) -> bool:
+    """Theory configs (genvdis theory) name a synthetic `kind` and an `n` grid, no dataset."""
+    return isinstance(data, dict) and "kind" in data and "n" in data and "dataset" not in data
+
+
+def load_config(path: str | Path) -> ExperimentConfig:
+    """Read and validate a run config."""
+    return parse_config(read_yaml(path), str(path))

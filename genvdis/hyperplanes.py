@@ -72,9 +72,16 @@ def has_conflicting_duplicates(X: np.ndarray, y: np.ndarray) -> bool:
 
 
 def _exact_hmc_step(
-    B: np.ndarray, G: np.ndarray, w: np.ndarray, p: np.ndarray, max_bounces: int
-) -> np.ndarray:
-    """One exact HMC trajectory (time pi/2) for N(0, I) truncated to {B w > 0}, batched.
+    B: np.ndarray,
+    G: np.ndarray,
+    w: np.ndarray,
+    p: np.ndarray,
+    duration: np.ndarray,
+    max_bounces: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """One exact HMC trajectory for N(0, I) truncated to {B w > 0}, batched; problem s
+    travels for time duration[s], or until max_bounces walls. Returns w and the time
+    travelled.
 
     Under the Gaussian's Hamiltonian a particle moves on w cos t + p sin t, so the time it
     meets each wall has a closed form; at the first wall the momentum is reflected
@@ -86,7 +93,7 @@ def _exact_hmc_step(
     c = np.einsum("smr,sr->sm", B, w)  # a_i . w
     v = np.einsum("smr,sr->sm", B, p)  # a_i . p
     diag = np.einsum("smm->sm", G)
-    remaining = np.full(S, np.pi / 2)
+    remaining = duration.astype(float).copy()
     last = np.full(S, -1)
     active = rows
     for _ in range(max_bounces):
@@ -114,11 +121,14 @@ def _exact_hmc_step(
         active = bounce
         if active.size == 0:
             break
-    return w
+    return w, duration - remaining
 
 
 def _normals(rngs: Sequence[np.random.Generator], size: int) -> np.ndarray:
     return np.stack([rng.standard_normal(size) for rng in rngs])
+
+
+WARMUP_BOUNCES = 200
 
 
 def sample_version_space(
@@ -126,14 +136,18 @@ def sample_version_space(
     z0: np.ndarray,
     iterations: int,
     rngs: Sequence[np.random.Generator],
-    max_bounces: int = 5000,
+    warmup_bounces: int = WARMUP_BOUNCES,
 ) -> np.ndarray:
     """One draw per problem from the uniform law on {A_s z > 0, ||z|| <= 1}, batched.
 
     A: (S, m, d) constraint rows, z0: (S, d) strictly feasible starts (any scale), rngs: one
     generator per problem, so a problem's draw does not depend on which others share its batch.
-    `iterations` exact-HMC trajectories are run from z0 (docs/separable.md: the mean test
-    error is stable from 2 on); a trajectory that ends off the cone through rounding is
+    `iterations` trajectories are run from z0 (docs/separable.md). The first, a warm-up, lasts
+    pi/2 or `warmup_bounces` walls, whichever comes first; the time it reached becomes the
+    problem's fixed trajectory duration from then on, so that a very thin version space (where
+    the particle meets a wall at every turn) costs about `warmup_bounces` bounces per trajectory
+    instead of millions. With a fixed duration each later trajectory is an exact HMC move, which
+    leaves the target law invariant. A trajectory that ends off the cone through rounding is
     rejected, so every draw separates.
     """
     S, m, d = A.shape
@@ -143,8 +157,12 @@ def sample_version_space(
     G = B @ np.swapaxes(B, 1, 2)
     w = np.einsum("sdr,sd->sr", Q, z0)
     w *= np.sqrt(r) / np.linalg.norm(w, axis=1, keepdims=True)  # the typical radius
-    for _ in range(iterations):
-        proposal = _exact_hmc_step(B, G, w.copy(), _normals(rngs, r), max_bounces)
+    duration = np.full(S, np.pi / 2)
+    for iteration in range(iterations):
+        budget = warmup_bounces if iteration == 0 else 20 * warmup_bounces
+        proposal, travelled = _exact_hmc_step(B, G, w.copy(), _normals(rngs, r), duration, budget)
+        if iteration == 0:
+            duration = np.where(travelled > 0, travelled, duration)
         feasible = (np.einsum("smr,sr->sm", B, proposal) > 0).all(axis=1)
         w = np.where(feasible[:, None], proposal, w)
     v = _normals(rngs, d)

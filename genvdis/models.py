@@ -33,6 +33,7 @@ from genvdis.preprocessing import FeatureLayout
 # a set (an attribute value absent from a training split), and changes nothing else visibly.
 TINY_RIDGE = 1e-8
 DECREMENT_TOL = 1e-9
+SAMPLER_BYTES = 64 * 2**20
 
 
 @dataclass
@@ -283,9 +284,13 @@ class LogisticRegression(LinearModel):
             for s in chosen:
                 _, beta[s] = hyperplanes.max_margin(A[s])
         elif chosen.size and self.separable == "sample":
-            beta[chosen] = hyperplanes.sample_version_space(
-                A[chosen], start[chosen], self.mcmc_iterations, [rngs[s] for s in chosen]
-            )
+            # the sampler holds an m x m Gram matrix per split: bound its memory by chunking
+            # (each split's draw is its own, so chunks change nothing but memory)
+            chunk = max(1, SAMPLER_BYTES // (8 * idx.shape[1] ** 2))
+            for part in np.array_split(chosen, -(-chosen.size // chunk)):
+                beta[part] = hyperplanes.sample_version_space(
+                    A[part], start[part], self.mcmc_iterations, [rngs[s] for s in part]
+                )
         elif chosen.size:
             strength = 1.0 / self.C
             beta[chosen], _ = self._newton(X1[chosen], yt[chosen].astype(float), strength)

@@ -1,0 +1,233 @@
+"""The synthetic sources, their exact asymptotic errors, m*(eps), the fits, and `genvdis theory`
+end to end on a minute config."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from scipy import stats
+from typer.testing import CliRunner
+
+from genvdis import synthetic, theory
+from genvdis.cli import app
+from genvdis.config import SyntheticDataset
+from genvdis.errors import UserError
+
+
+def _class_frames(spec: SyntheticDataset) -> tuple[np.ndarray, np.ndarray]:
+    raw = synthetic.load_synthetic(spec)
+    X = raw.frame.drop(columns=raw.target).to_numpy(dtype=float)
+    return X, raw.frame[raw.target].to_numpy()
+
+
+@pytest.mark.parametrize("kind", ["binary", "gaussian"])
+def test_generator_matches_its_distribution(kind):
+    """Balanced classes, class-conditional means as specified, features independent within a
+    class, and the right number of informative features."""
+    spec = SyntheticDataset(
+        kind=kind, n_features=12, informative=0.5, effect=0.4, n_rows=40_000, seed=3
+    )
+    params = synthetic.parameters(spec)
+    X, y = _class_frames(spec)
+    assert abs(y.mean() - 0.5) < 4 * math.sqrt(0.25 / len(y))
+    assert params.informative.sum() == 6
+    if kind == "binary":
+        gap = params.p[1] - params.p[0]
+        assert np.allclose(np.abs(gap[params.informative]), 0.4)
+        assert np.allclose(gap[~params.informative], 0.0)
+        assert set(np.unique(X)) == {0.0, 1.0}
+    else:
+        gap = (params.mu[1] - params.mu[0]) / params.sigma
+        assert np.allclose(np.abs(gap[params.informative]), 0.4)
+        assert np.allclose(gap[~params.informative], 0.0)
+    for label in (0, 1):
+        rows = X[y == label]
+        expected = params.p[label] if kind == "binary" else params.mu[label]
+        sd = (
+            np.sqrt(expected * (1 - expected) / len(rows))
+            if kind == "binary"
+            else params.sigma / np.sqrt(len(rows))
+        )
+        assert np.all(np.abs(rows.mean(axis=0) - expected) < 4.5 * sd)
+        if kind == "gaussian":
+            assert np.allclose(rows.std(axis=0), params.sigma, rtol=0.03)
+        corr = np.corrcoef(rows, rowvar=False)
+        off = corr[~np.eye(len(corr), dtype=bool)]
+        assert np.abs(off).max() < 5 / math.sqrt(len(rows))
+
+
+def test_load_synthetic_is_seeded_and_typed():
+    spec = SyntheticDataset(kind="binary", n_features=5, n_rows=200, seed=1)
+    a, b = synthetic.load_synthetic(spec), synthetic.load_synthetic(spec)
+    pd.testing.assert_frame_equal(a.frame, b.frame)
+    assert set(a.attributes.values()) == {"discrete"} and a.target == "y"
+    assert a.source.startswith("synthetic:") and len(a.checksums["spec"]) == 64
+    other = synthetic.load_synthetic(spec.model_copy(update={"seed": 2}))
+    assert not a.frame.equals(other.frame)
+    gauss = synthetic.load_synthetic(SyntheticDataset(kind="gaussian", n_features=3, n_rows=50))
+    assert set(gauss.attributes.values()) == {"continuous"}
+
+
+def _brute_force_binary(p0: np.ndarray, p1: np.ndarray) -> float:
+    """sum over all 2^n inputs x of min(P(x, y=0), P(x, y=1))."""
+    total = 0.0
+    for bits in itertools.product((0, 1), repeat=len(p0)):
+        x = np.array(bits)
+        like0 = np.prod(np.where(x, p0, 1 - p0))
+        like1 = np.prod(np.where(x, p1, 1 - p1))
+        total += 0.5 * min(like0, like1)
+    return total
+
+
+@pytest.mark.parametrize("n_features", [6, 8])  # k = 3, and k = 4 (ties at log-odds 0)
+def test_binary_bayes_error_is_exact(n_features):
+    spec = SyntheticDataset(kind="binary", n_features=n_features, effect=0.3, seed=5)
+    params = synthetic.parameters(spec)
+    exact, method = synthetic.asymptotic_error(spec)
+    assert method == "exact"
+    assert exact == pytest.approx(_brute_force_binary(params.p[0], params.p[1]), abs=1e-12)
+
+
+def test_binary_bayes_error_with_mixed_groups_and_monte_carlo():
+    """Features of different strengths (several groups), and the Monte Carlo fallback."""
+    p0 = np.array([0.3, 0.3, 0.6, 0.8, 0.5, 0.45])
+    p1 = np.array([0.6, 0.6, 0.2, 0.85, 0.5, 0.7])
+    brute = _brute_force_binary(p0, p1)
+    exact, method = synthetic.bayes_error_binary(p0, p1)
+    assert method == "exact" and exact == pytest.approx(brute, abs=1e-12)
+    draws = 400_000
+    mc, method = synthetic.bayes_error_binary(p0, p1, max_outcomes=1, draws=draws, seed=1)
+    assert method == "monte carlo"
+    assert abs(mc - brute) < 4 * math.sqrt(brute * (1 - brute) / draws)
+
+
+@pytest.mark.parametrize("kind", ["binary", "gaussian"])
+def test_asymptotic_error_agrees_with_monte_carlo(kind):
+    """The exact Bayes error against the true Bayes rule's error on 300,000 fresh draws."""
+    spec = SyntheticDataset(kind=kind, n_features=20, informative=0.5, effect=0.5, seed=2)
+    params = synthetic.parameters(spec)
+    exact, _ = synthetic.asymptotic_error(spec)
+    X, y = synthetic.sample(params, 300_000, np.random.default_rng(9))
+    mc = np.mean((synthetic.bayes_log_odds(params, X) > 0) != y)
+    assert abs(mc - exact) < 4 * math.sqrt(exact * (1 - exact) / len(y))
+    if kind == "gaussian":  # Phi(-Delta/2) with Delta^2 = k effect^2
+        assert exact == pytest.approx(stats.norm.cdf(-0.5 * math.sqrt(10) / 2))
+
+
+def test_m_star_on_a_hand_made_curve():
+    sizes = np.array([10, 20, 40, 80, 160])
+    curve = np.array([0.40, 0.305, 0.33, 0.308, 0.302])  # within 0.01 of 0.3 at 20, 80, 160
+    assert theory.m_star(sizes, curve, 0.3, 0.01) == 80  # 20 does not count: it leaves again
+    assert theory.m_star(sizes, curve, 0.3, 0.05) == 20
+    assert math.isnan(theory.m_star(sizes, np.r_[curve[:-1], 0.32], 0.3, 0.01))
+    errors = np.repeat(curve[:, None], 30, axis=1)  # every split the same: no uncertainty
+    low, high = theory.m_star_interval(sizes, errors, 0.3, 0.01, 200, np.random.default_rng(0))
+    assert (low, high) == (80, 80)
+
+
+def test_m_star_interval_covers_and_counts_never_as_inf():
+    rng = np.random.default_rng(4)
+    sizes = np.array([10, 20, 40, 80])
+    errors = np.array([0.45, 0.33, 0.312, 0.305])[:, None] + rng.normal(0, 0.02, (4, 40))
+    star = theory.m_star(sizes, errors.mean(axis=1), 0.3, 0.01)
+    low, high = theory.m_star_interval(sizes, errors, 0.3, 0.01, 500, rng)
+    assert low <= star <= high
+    never = np.full((4, 10), 0.5)
+    assert theory.m_star_interval(sizes, never, 0.3, 0.01, 50, rng) == (math.inf, math.inf)
+
+
+def test_fits_recover_known_lines():
+    n = np.array([10, 20, 50, 100, 200])
+    table = pd.DataFrame(
+        {
+            "n": np.r_[n, n],
+            "model": ["naive_bayes"] * 5 + ["logistic_regression"] * 5,
+            "epsilon": 0.01,
+            "m_star": np.r_[30 + 40 * np.log(n), 5 + 12 * n],
+        }
+    )
+    fits = theory.fit_forms(table).set_index(["model", "form"])
+    nb, lr = fits.loc["naive_bayes"], fits.loc["logistic_regression"]
+    assert nb.loc["log n", ["a", "b", "r2"]].tolist() == pytest.approx([30, 40, 1])
+    assert lr.loc["n", ["a", "b", "r2"]].tolist() == pytest.approx([5, 12, 1])
+    assert nb.loc["n", "r2"] < 0.95 and lr.loc["log n", "r2"] < 0.95
+    assert lr.loc["power", "b"] == pytest.approx(1, abs=0.05)
+
+
+def test_theory_config_errors_name_the_file_and_field(tmp_path):
+    base = {"name": "t", "kind": "binary", "n": [5], "effect": 0.3, "m": [10, 20]}
+    base["epsilon"] = [0.01]
+    cases = {
+        "effect": {"effect": 1.5},
+        "colour": {"colour": "red"},
+        "models": {"models": ["lda"]},
+        "m": {"m": [10, 200_000]},
+    }
+    for field, change in cases.items():
+        path = tmp_path / f"{field}.yaml"
+        path.write_text(yaml.safe_dump({**base, **change}))
+        with pytest.raises(UserError, match=rf"{path.name}: {field}"):
+            theory.load_theory_config(path)
+
+
+def test_mgrid_is_one_sequence_for_every_n():
+    grid = theory.MGrid(start=10, stop=8, min_stop=100, per_doubling=2)
+    small, large = grid.values(4), grid.values(100)
+    assert small == [10, 14, 20, 28, 40, 57, 80]
+    assert large[: len(small)] == small and large[-1] <= 800 < large[-1] * 2**0.5 + 1
+
+
+def test_theory_cli_end_to_end(tmp_path):
+    """A minute run: NB and LR reach the exact Bayes error at large m, files are written."""
+    config = {
+        "name": "tiny",
+        "kind": "gaussian",
+        "n": [3, 6],
+        "effect": 1.0,
+        "n_rows": 20_000,
+        "m": [10, 30, 100, 1000],
+        "splits": 6,
+        "epsilon": [0.02],
+        "boot": 50,
+    }
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(config))
+    out = tmp_path / "results"
+    result = CliRunner().invoke(
+        app, ["theory", str(path), "--out", str(out), "--quiet", "--splits", "5"]
+    )
+    assert result.exit_code == 0, result.output
+    root = out / "tiny"
+    table = pd.read_csv(root / "sample_complexity.csv")
+    assert list(table.columns) == theory.SAMPLE_COMPLEXITY_COLUMNS
+    assert len(table) == 2 * 2  # n values x models x epsilons
+    for n in (3, 6):
+        spec = SyntheticDataset(
+            kind="gaussian", n_features=n, effect=1.0, n_rows=20_000, informative=0.5
+        )
+        bayes = synthetic.bayes_error_gaussian(synthetic.parameters(spec))
+        rows = table[table["n"] == n]
+        assert np.allclose(rows["asymptotic_error"], bayes)
+        # m* is measured against the Bayes rule's error on the drawn rows: the same up to noise
+        assert np.all(np.abs(rows["reference_error"] - bayes) < 4 * np.sqrt(bayes / 20_000))
+        errors = pd.read_csv(root / f"n{n}" / "errors.csv")
+        assert errors["split"].nunique() == 5  # --splits overrides the config
+        big = errors[errors["m"] == 1000].groupby("model")["error"].mean()
+        assert np.all(np.abs(big - bayes) < 0.02)  # both converge to the Bayes error
+    assert np.all(table["m_star"] <= 1000) and np.all(table["ci_low"] <= table["m_star"])
+    fits = pd.read_csv(root / "fits.csv")
+    assert list(fits.columns) == theory.FIT_COLUMNS
+    assert (root / "tiny.png").stat().st_size > 0 and (root / "tiny.pdf").stat().st_size > 0
+
+
+def test_theory_cli_bad_config_exits_2(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("name: x\nkind: binary\nn: [5]\neffect: 0.3\nm: [10]\nepsilon: [0.7]\n")
+    result = CliRunner().invoke(app, ["theory", str(path), "--out", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "bad.yaml: epsilon" in result.output
