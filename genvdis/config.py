@@ -7,13 +7,15 @@ the config file and the field, so the CLI can print it on one line.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 import numpy as np
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from genvdis.errors import UserError
+
+Model = TypeVar("Model", bound=BaseModel)
 
 
 class _Strict(BaseModel):
@@ -267,14 +269,20 @@ def _describe(error: ValidationError) -> str:
     return f"{loc or 'config'}: {msg}{tail}"
 
 
-def parse_config(data: Any, source: str = "config") -> ExperimentConfig:
-    """Validate an already-loaded mapping; errors name `source` and the field."""
+def validate_mapping(schema: type[Model], data: Any, source: str = "config") -> Model:
+    """Validate an already-loaded mapping against `schema`; errors name `source` and the
+    field, on one line."""
     if not isinstance(data, dict):
         raise UserError(f"{source}: a config must be a YAML mapping of keys to values")
     try:
-        return ExperimentConfig.model_validate(data)
+        return schema.model_validate(data)
     except ValidationError as error:
         raise UserError(f"{source}: {_describe(error)}") from None
+
+
+def parse_config(data: Any, source: str = "config") -> ExperimentConfig:
+    """A run config from an already-loaded mapping."""
+    return validate_mapping(ExperimentConfig, data, source)
 
 
 def read_yaml(path: str | Path) -> Any:

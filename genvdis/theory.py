@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from genvdis import results, synthetic
 from genvdis.config import (
@@ -29,8 +29,8 @@ from genvdis.config import (
     ModelSpec,
     NaiveBayesSpec,
     SyntheticDataset,
-    _describe,
     read_yaml,
+    validate_mapping,
 )
 from genvdis.errors import UserError
 
@@ -157,13 +157,8 @@ class TheoryConfig(_Strict):
 
 
 def parse_theory_config(data: Any, source: str = "config") -> TheoryConfig:
-    """Validate a loaded mapping; errors name `source` and the field."""
-    if not isinstance(data, dict):
-        raise UserError(f"{source}: a config must be a YAML mapping of keys to values")
-    try:
-        return TheoryConfig.model_validate(data)
-    except ValidationError as error:
-        raise UserError(f"{source}: {_describe(error)}") from None
+    """A theory config from an already-loaded mapping."""
+    return validate_mapping(TheoryConfig, data, source)
 
 
 def load_theory_config(path: str | Path) -> TheoryConfig:
