@@ -1,4 +1,4 @@
-# genvdis: every target runs from a fresh clone. `make install` once, then the others.
+# genvdis: every target runs from a fresh clone; the first one builds .venv (make install).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -9,15 +9,21 @@ THEORY := $(wildcard configs/theory-*.yaml)
 
 .PHONY: install test lint format all panels theory plot report bench clean
 
-install:
+STAMP := $(VENV)/.installed
+
+install: $(STAMP)
+
+# the virtual environment, rebuilt when the package's requirements change
+$(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev,dask]'
+	touch $(STAMP)
 
-test:
+test: $(STAMP)
 	$(BIN)/python -m pytest
 
-lint:
+lint: $(STAMP)
 	$(BIN)/ruff check genvdis tests benchmarks
 	$(BIN)/ruff format --check genvdis tests benchmarks
 
@@ -28,19 +34,19 @@ format:
 # Every figure: the 15 panels (and other configs), the theory experiments, plots, report.
 all: panels theory plot report
 
-panels:
+panels: $(STAMP)
 	$(BIN)/genvdis run $(CONFIGS) --splits $(SPLITS) --jobs $(JOBS)
 
-theory:
+theory: $(STAMP)
 	$(BIN)/genvdis theory $(THEORY) --jobs $(JOBS)
 
-plot:
+plot: $(STAMP)
 	$(BIN)/genvdis plot results/
 
-report:
+report: $(STAMP)
 	$(BIN)/genvdis report results/
 
-bench:
+bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_engine.py
 
 clean:

@@ -7,7 +7,8 @@ For each config and every m of its grid, the same S splits are scored twice:
   `LogisticRegression(C=inf)` (lbfgs, no penalty), `CategoricalNB(alpha=1)` for discrete naive
   Bayes; continuous naive Bayes (shared variance) has no scikit-learn class, so the baseline
   calls genvdis's own `NaiveBayes.fit` once per split;
-- engine: `genvdis.engine.run_block`, all splits of a block in one batched fit (one process).
+- engine: `genvdis.engine.run_block` on the engine's own blocks of splits, each block one
+  batched fit (one process, like `--jobs 1`).
 It prints both times and their ratio, and checks the answers: naive Bayes error counts must be
 identical; logistic regression error counts are compared on the splits where the maximum-
 likelihood estimate exists (no complete or quasi-complete separation, decided by an LP that
@@ -22,13 +23,14 @@ import time
 import warnings
 
 import numpy as np
+import pandas as pd
 from scipy.optimize import linprog
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression as SkLogistic
 from sklearn.naive_bayes import CategoricalNB
 
 from genvdis.config import load_config
-from genvdis.engine import EncodedData, Protocol, load_data, run_block
+from genvdis.engine import EncodedData, Protocol, load_data, plan_tasks, run_block
 from genvdis.hyperplanes import signed_rows
 from genvdis.models import NaiveBayes, build_model
 from genvdis.preprocessing import prepare
@@ -93,7 +95,9 @@ def main() -> None:
             reference = baseline(data, m, splits, protocol)
             base = time.perf_counter() - started
             started = time.perf_counter()
-            frame = run_block(encoded, models, m, splits, protocol)
+            blocks = plan_tasks([m], len(splits), None, encoded.width, len(encoded.y))
+            frame = pd.concat([run_block(encoded, models, m, b, protocol) for _, b in blocks])
+            frame = frame.sort_values(["model", "split"], kind="stable")
             engine = time.perf_counter() - started
             config_base, config_engine = config_base + base, config_engine + engine
             nb = frame[frame.model == "naive_bayes"]["errors"].to_numpy()

@@ -56,7 +56,9 @@ class Protocol:
     test: str | int
 
 
-def load_data(config: ExperimentConfig, base_dir: Path = Path("."), mirror: str | None = None):
+def load_data(
+    config: ExperimentConfig, base_dir: Path = Path("."), mirror: str | None = None
+) -> datasets.RawData:
     """The raw table a config names: registered, a user's file, or synthetic."""
     source = config.dataset
     if isinstance(source, str):
@@ -102,24 +104,26 @@ def run_block(
     return pd.concat(frames, ignore_index=True)
 
 
-BLOCK_BYTES = 64 * 2**20  # a block's training tensor (splits x m x features) stays near this
+BLOCK_BYTES = 64 * 2**20  # a block's largest arrays stay near this
 MAX_BLOCK = 250
 
 
-def auto_block_size(m: int, width: int) -> int:
+def auto_block_size(m: int, width: int, n_rows: int = 0) -> int:
     """Splits per task: big enough to amortise Python overhead, small enough that a task's
-    arrays (a few copies of splits x m x width doubles) keep a worker well under 1 GB."""
-    return int(np.clip(BLOCK_BYTES // (8 * m * max(width, 1)), 5, MAX_BLOCK))
+    arrays (the training tensor, splits x m x width, and the scores, rows x splits, a few
+    of each) keep a worker well under 1 GB."""
+    per_split = 8 * (m * max(width, 1) + 4 * n_rows)
+    return int(np.clip(BLOCK_BYTES // per_split, 5, MAX_BLOCK))
 
 
 def plan_tasks(
-    sizes: list[int], n_splits: int, block_size: int | None, width: int = 1
+    sizes: list[int], n_splits: int, block_size: int | None, width: int = 1, n_rows: int = 0
 ) -> list[tuple[int, range]]:
     """(m, block of split indices) for every m. Results do not depend on the blocks: each
     split has its own random streams, so blocks only set memory use and checkpoint size."""
     tasks = []
     for m in sizes:
-        size = block_size or auto_block_size(m, width)
+        size = block_size or auto_block_size(m, width, n_rows)
         tasks += [
             (m, range(start, min(start + size, n_splits))) for start in range(0, n_splits, size)
         ]
@@ -198,7 +202,9 @@ def run_experiment(
         splits.check_size(m, data.class_counts, config.test)
     models = [build_model(spec, data.layout) for spec in config.models]
     encoded = EncodedData.from_prepared(data)
-    tasks = plan_tasks(config.size_grid, config.splits, config.block_size, encoded.width)
+    tasks = plan_tasks(
+        config.size_grid, config.splits, config.block_size, encoded.width, len(encoded.y)
+    )
     resolved = resolve(config, data)
     resolved["splits_per_block"] = {m: len(block) for m, block in tasks if block.start == 0}
     key = results.fingerprint(resolved)
