@@ -11,21 +11,31 @@ from typing import Annotated, Any, Literal, TypeVar
 
 import numpy as np
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from genvdis.errors import UserError
 
 Model = TypeVar("Model", bound=BaseModel)
 
 
-class _Strict(BaseModel):
+class StrictModel(BaseModel):
+    """Every config section: unknown keys are errors, values are frozen once validated."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 # --- dataset sources -------------------------------------------------------------------------
 
 
-class FileDataset(_Strict):
+class FileDataset(StrictModel):
     """A user's own table: a local CSV/TSV file, or a URL pinned by its sha256."""
 
     path: str | None = None
@@ -46,7 +56,7 @@ class FileDataset(_Strict):
         return self
 
 
-class SyntheticDataset(_Strict):
+class SyntheticDataset(StrictModel):
     """Data drawn from a known distribution, so each model's asymptotic error is known
     (see genvdis/synthetic.py and docs/theory.md)."""
 
@@ -66,7 +76,7 @@ class SyntheticDataset(_Strict):
         return self
 
 
-class SyntheticSource(_Strict):
+class SyntheticSource(StrictModel):
     synthetic: SyntheticDataset
 
 
@@ -76,12 +86,12 @@ DatasetSpec = str | FileDataset | SyntheticSource
 # --- target, preprocessing ------------------------------------------------------------------
 
 
-class Threshold(_Strict):
+class Threshold(StrictModel):
     op: Literal[">", ">=", "<", "<="] = ">"
     value: float | Literal["median", "mean"] = "median"
 
 
-class TargetSpec(_Strict):
+class TargetSpec(StrictModel):
     """How the dataset's labels become the two classes (positive = 1, negative = 0)."""
 
     column: str | None = None
@@ -109,7 +119,7 @@ class TargetSpec(_Strict):
         return self
 
 
-class Preprocessing(_Strict):
+class Preprocessing(StrictModel):
     continuous: Literal["rescale", "discretize", "none"] = "rescale"
     bins: int = Field(default=5, ge=2, le=100)
     strategy: Literal["quantile", "uniform"] = "quantile"
@@ -118,13 +128,13 @@ class Preprocessing(_Strict):
 # --- models ----------------------------------------------------------------------------------
 
 
-class NaiveBayesSpec(_Strict):
+class NaiveBayesSpec(StrictModel):
     name: Literal["naive_bayes"] = "naive_bayes"
     laplace: float = Field(default=1.0, gt=0)
     var_smoothing: float = Field(default=1e-9, ge=0)
 
 
-class LogisticRegressionSpec(_Strict):
+class LogisticRegressionSpec(StrictModel):
     name: Literal["logistic_regression"] = "logistic_regression"
     separable: Literal["sample", "max_margin", "ridge"] = "sample"
     C: float = Field(default=1.0, gt=0, description="inverse L2 strength for separable: ridge")
@@ -135,7 +145,7 @@ class LogisticRegressionSpec(_Strict):
     tol: float = Field(default=1e-8, gt=0)
 
 
-class LDASpec(_Strict):
+class LDASpec(StrictModel):
     name: Literal["lda"] = "lda"
     epsilon: float = Field(default=1e-4, ge=0)
 
@@ -145,10 +155,20 @@ ModelSpec = Annotated[
 ]
 
 
+def _names_to_dicts(value: Any) -> Any:
+    """`models: [naive_bayes, ...]` is shorthand for `[{name: naive_bayes}, ...]`."""
+    if isinstance(value, list):
+        return [{"name": v} if isinstance(v, str) else v for v in value]
+    return value
+
+
+ModelList = Annotated[list[ModelSpec], BeforeValidator(_names_to_dicts)]
+
+
 # --- sizes -----------------------------------------------------------------------------------
 
 
-class SizeRange(_Strict):
+class SizeRange(StrictModel):
     start: int = Field(ge=2)
     stop: int = Field(ge=2)
     num: int = Field(ge=1, le=200)
@@ -164,7 +184,7 @@ class SizeRange(_Strict):
 # --- the experiment --------------------------------------------------------------------------
 
 
-class ExperimentConfig(_Strict):
+class ExperimentConfig(StrictModel):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     title: str | None = None
     panel: int | None = Field(default=None, ge=1, le=15)
@@ -173,7 +193,7 @@ class ExperimentConfig(_Strict):
     target: TargetSpec
     missing: Literal["drop", "category", "impute"] = "drop"
     preprocessing: Preprocessing = Field(default_factory=Preprocessing)
-    models: list[ModelSpec] = Field(
+    models: ModelList = Field(
         default_factory=lambda: [NaiveBayesSpec(), LogisticRegressionSpec()], min_length=1
     )
     sizes: list[int] | SizeRange
@@ -186,13 +206,6 @@ class ExperimentConfig(_Strict):
         ge=1,
         description="splits per task and per checkpoint; default: memory-capped (see engine)",
     )
-
-    @field_validator("models", mode="before")
-    @classmethod
-    def _names_to_dicts(cls, value: Any) -> Any:
-        if isinstance(value, list):
-            return [{"name": v} if isinstance(v, str) else v for v in value]
-        return value
 
     @field_validator("sizes", mode="after")
     @classmethod

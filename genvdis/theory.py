@@ -20,14 +20,15 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from genvdis import results, synthetic
 from genvdis.config import (
     ExperimentConfig,
     LogisticRegressionSpec,
-    ModelSpec,
+    ModelList,
     NaiveBayesSpec,
+    StrictModel,
     SyntheticDataset,
     read_yaml,
     validate_mapping,
@@ -41,11 +42,7 @@ SAMPLE_COMPLEXITY_COLUMNS += ["asymptotic_error", "reference_error"]
 FIT_COLUMNS = ["model", "epsilon", "form", "a", "b", "r2"]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class MGrid(_Strict):
+class MGrid(StrictModel):
     """m = start * 2^(j / per_doubling), j = 0, 1, ... up to max(stop * n, min_stop): one
     geometric sequence for every n (only its end depends on n), so m* is comparable across n."""
 
@@ -61,7 +58,7 @@ class MGrid(_Strict):
         return sorted({int(round(v)) for v in grid})
 
 
-class TheoryConfig(_Strict):
+class TheoryConfig(StrictModel):
     """One sample-complexity experiment: a synthetic family, an n grid, an m grid per n."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -75,7 +72,7 @@ class TheoryConfig(_Strict):
     splits: int = Field(default=100, ge=2)
     epsilon: list[float] = Field(min_length=1)
     seed: int = Field(default=0, ge=0)
-    models: list[ModelSpec] = Field(
+    models: ModelList = Field(
         default_factory=lambda: [NaiveBayesSpec(), LogisticRegressionSpec()], min_length=1
     )
     boot: int = Field(default=1000, ge=10, description="bootstrap resamples for m* intervals")
@@ -85,13 +82,6 @@ class TheoryConfig(_Strict):
         "the exact Bayes error",
     )
     block_size: int | None = Field(default=None, ge=1, description="default: the engine's")
-
-    @field_validator("models", mode="before")
-    @classmethod
-    def _names_to_dicts(cls, value: Any) -> Any:
-        if isinstance(value, list):
-            return [{"name": v} if isinstance(v, str) else v for v in value]
-        return value
 
     @field_validator("models", mode="after")
     @classmethod
