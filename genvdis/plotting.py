@@ -62,7 +62,7 @@ def plot_run(run_dir: Path) -> list[Path]:
     caption = f"{config.get('splits', '?')} random splits per m; bands: 95% intervals"
     if (summary["frac_separable"] > 0.5).any():
         caption += "; grey: most LR training sets separable"
-    fig.text(0.5, -0.02, caption, ha="center", fontsize=7, color="0.3")
+    fig.text(0.5, -0.05, caption, ha="center", fontsize=7, color="0.3")
     return _save(fig, run_dir / name)
 
 
