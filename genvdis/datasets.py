@@ -8,12 +8,12 @@ CSV/TSV, or a URL pinned by sha256) go through `load_file_dataset`.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+import pooch
 
 from genvdis.config import FileDataset
 from genvdis.errors import UserError
@@ -450,14 +450,6 @@ def load_registered(name: str, *, mirror: str | None = None) -> RawData:
     )
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _infer_kind(column: pd.Series) -> str:
     """Numbers with many distinct values are continuous; anything else is discrete."""
     values = pd.to_numeric(column.dropna(), errors="coerce")
@@ -510,7 +502,7 @@ def load_file_dataset(spec: FileDataset, *, base_dir: Path = Path(".")) -> RawDa
         frame=frame,
         attributes=attributes,
         target=spec.target,
-        checksums={path.name: _sha256(path)},
+        checksums={path.name: pooch.file_hash(str(path))},
         source=str(spec.url or spec.path),
     )
 

@@ -30,10 +30,6 @@ class FeatureLayout:
     def n_discrete(self) -> int:
         return len(self.levels)
 
-    @property
-    def n_onehot(self) -> int:
-        return self.n_continuous + int(sum(self.levels))
-
     def onehot(self, X: np.ndarray, drop_first: bool = False) -> np.ndarray:
         """[continuous | one-hot of each discrete column]; `drop_first` gives reference coding
         (one level per attribute dropped), which makes logistic regression identifiable."""
