@@ -7,6 +7,7 @@ The method and its limits are explained in docs/analysis.md.
 
 from __future__ import annotations
 
+import logging
 import math
 import warnings
 from pathlib import Path
@@ -18,6 +19,8 @@ import yaml
 from scipy import optimize, stats
 
 from genvdis.errors import UserError
+
+log = logging.getLogger(__name__)
 
 NB = "naive_bayes"
 LR = "logistic_regression"
@@ -473,6 +476,16 @@ def analyse_results(results_dir: Path, n_boot: int = 1000, seed: int = 0) -> pd.
     results_dir = Path(results_dir)
     if not results_dir.is_dir():
         raise UserError(f"results folder {results_dir} not found")
+    summaries_only = sorted(
+        p.name
+        for p in results_dir.iterdir()
+        if (p / "summary.csv").exists() and not (p / "errors.csv").exists()
+    )
+    if summaries_only:  # e.g. a fresh clone: the committed results keep no per-split errors
+        log.warning(
+            "report leaves out %s: no errors.csv (rerun `genvdis run` on their configs)",
+            ", ".join(summaries_only),
+        )
     rows = [analyse_panel(p, n_boot=n_boot, seed=seed) for p in panel_dirs(results_dir)]
     table = pd.DataFrame(rows)
     if table.empty:
