@@ -434,3 +434,28 @@ def test_max_margin_agrees_with_gordan_alternative_on_random_sets():
         assert ours == _gordan_separable(A), (X, y)
         verdicts.append(ours)
     assert 10 < sum(verdicts) < 140  # both answers were exercised
+
+
+def test_sampler_with_a_short_warm_up_still_targets_the_uniform_law():
+    """In thin version spaces the warm-up trajectory is cut by its bounce budget and its length
+    becomes the chain's fixed trajectory duration. Forcing that (a budget of 3 bounces) on the
+    thin 5-D case must leave the law unchanged: only mixing per trajectory is slower."""
+    rng = np.random.default_rng(18)
+    X = rng.normal(size=(1015, 4))
+    y = (X @ [1.0, -1.0, 0.5, 2.0] > 0).astype(int)
+    A, A_test = hyperplanes.signed_rows(X[:15], y[:15]), hyperplanes.signed_rows(X[15:], y[15:])
+    chains = 4000
+    separable, start = hyperplanes.max_margin(A)
+    assert separable
+    rngs = [np.random.default_rng([1, s]) for s in range(chains)]
+    draws = hyperplanes.sample_version_space(
+        np.broadcast_to(A, (chains, *A.shape)).copy(),
+        np.tile(start, (chains, 1)),
+        iterations=12,
+        rngs=rngs,
+        warmup_bounces=3,
+    )
+    assert np.all(np.einsum("md,sd->sm", A, draws) > 0), "a draw violates a constraint"
+    sampled = np.mean(draws @ A_test.T <= 0, axis=1)
+    reference = _rejection_errors(A, A_test, 2_000_000, seed=1)
+    _compare(sampled, reference)
