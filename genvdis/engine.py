@@ -77,17 +77,25 @@ def run_block(
 ) -> pd.DataFrame:
     """Fit every model on splits `block` at size m; one row per model and split."""
     with threadpool_limits(1):  # deterministic BLAS, and no oversubscription across workers
-        train, test_mask = splits.draw_block(
-            data.y, m, protocol.seed, block, protocol.policy, protocol.test
-        )
-        n_test = test_mask.sum(axis=1)
+        if protocol.test == "rest":  # test on every other row: count errors, minus training's
+            train = splits.draw_training_block(data.y, m, protocol.seed, block, protocol.policy)
+            test_mask = None
+            n_test = np.full(len(block), len(data.y) - m)
+        else:
+            train, test_mask = splits.draw_block(
+                data.y, m, protocol.seed, block, protocol.policy, protocol.test
+            )
+            n_test = test_mask.sum(axis=1)
         frames = []
         for model in models:
             Z = data.reference if model.reference_coding else data.onehot
             rngs = [splits.split_rng(protocol.seed, m, s, stream=1) for s in block]
             fit = model.fit_batch(Z, data.y, train, rngs)
-            wrong = (fit.decision(Z) > 0) != data.y[:, None].astype(bool)
-            errors = (wrong & test_mask.T).sum(axis=0)
+            wrong = (fit.decision(Z) > 0) != data.y[:, None].astype(bool)  # (rows, splits)
+            if test_mask is None:
+                errors = wrong.sum(axis=0) - wrong[train.T, np.arange(len(block))].sum(axis=0)
+            else:
+                errors = (wrong & test_mask.T).sum(axis=0)
             frames.append(
                 pd.DataFrame(
                     {

@@ -41,6 +41,29 @@ def _stratified_counts(m: int, class_counts: tuple[int, int]) -> tuple[int, int]
     return k0, k1
 
 
+def _classes(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return np.flatnonzero(y == 0), np.flatnonzero(y == 1)
+
+
+def _draw_train(
+    rng: np.random.Generator, y: np.ndarray, classes: tuple[np.ndarray, np.ndarray], m: int,
+    policy: str,
+) -> np.ndarray:  # fmt: skip
+    """The sorted training rows; the first draws of the split's generator."""
+    if policy == "stratified":
+        k0, k1 = _stratified_counts(m, (len(classes[0]), len(classes[1])))
+        train = np.concatenate(
+            [rng.choice(classes[0], k0, replace=False), rng.choice(classes[1], k1, replace=False)]
+        )
+    else:  # uniform among subsets of size m holding both classes (rejection)
+        while True:
+            train = rng.choice(len(y), m, replace=False)
+            if 0 < y[train].sum() < m:
+                break
+    train.sort()
+    return train
+
+
 def draw_split(
     y: np.ndarray,
     m: int,
@@ -51,23 +74,20 @@ def draw_split(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Training and test row indices of split `split` at size `m` (both sorted)."""
     rng = split_rng(seed, m, split)
-    n = len(y)
-    classes = [np.flatnonzero(y == 0), np.flatnonzero(y == 1)]
-    if policy == "stratified":
-        k0, k1 = _stratified_counts(m, (len(classes[0]), len(classes[1])))
-        train = np.concatenate(
-            [rng.choice(classes[0], k0, replace=False), rng.choice(classes[1], k1, replace=False)]
-        )
-    else:  # uniform among subsets of size m holding both classes (rejection)
-        while True:
-            train = rng.choice(n, m, replace=False)
-            if 0 < y[train].sum() < m:
-                break
-    train.sort()
-    rest = _rest(n, train)
+    train = _draw_train(rng, y, _classes(y), m, policy)
+    rest = _rest(len(y), train)
     if test != "rest":
         rest = np.sort(rng.choice(rest, int(test), replace=False))
     return train, rest
+
+
+def draw_training_block(
+    y: np.ndarray, m: int, seed: int, splits: range, policy: str = "stratified"
+) -> np.ndarray:
+    """Training indices (S, m) of a block of splits, the same rows as `draw_split` gives; with
+    `test: rest` the test set is every other row, so no test mask is needed."""
+    classes = _classes(y)
+    return np.stack([_draw_train(split_rng(seed, m, s), y, classes, m, policy) for s in splits])
 
 
 def draw_block(

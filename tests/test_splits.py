@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
+from genvdis import splits
 from genvdis.errors import UserError
 from genvdis.splits import check_size, draw_block, draw_split
 
@@ -116,3 +118,31 @@ def test_check_size_rejects_impossible_sizes(m, test, fragment):
 @pytest.mark.parametrize(("m", "test"), [(2, "rest"), (767, "rest"), (668, 100)])
 def test_check_size_accepts_the_limits(m, test):
     check_size(m, (500, 268), test)
+
+
+def test_training_block_is_the_training_rows_of_each_split():
+    """The engine's fast path (test = the rest) draws the very same training rows."""
+    y = np.array([0] * 70 + [1] * 30)
+    for policy in ("stratified", "random"):
+        fast = splits.draw_training_block(y, 12, seed=3, splits=range(5, 25), policy=policy)
+        slow, _ = splits.draw_block(y, 12, seed=3, splits=range(5, 25), policy=policy)
+        np.testing.assert_array_equal(fast, slow)
+
+
+def test_error_counts_without_a_test_mask_equal_the_masked_ones():
+    """test: rest counts errors as all rows minus training rows; a fixed test set of every
+    other row (n - m rows, the same split) counts them through a mask: same numbers."""
+    from genvdis.engine import EncodedData, Protocol, run_block
+    from genvdis.models import LogisticRegression, NaiveBayes
+    from genvdis.preprocessing import FeatureLayout
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(size=(120, 3))
+    y = (X @ [2.0, -1.0, 0.5] + 0.3 * rng.normal(size=120) > 0.6).astype(np.int64)
+    layout = FeatureLayout(3)
+    data = EncodedData(layout.onehot(X), layout.onehot(X, drop_first=True), y)
+    models = [NaiveBayes(layout), LogisticRegression(layout)]
+    for m in (6, 40):
+        rest = run_block(data, models, m, range(0, 30), Protocol(1, "stratified", "rest"))
+        fixed = run_block(data, models, m, range(0, 30), Protocol(1, "stratified", 120 - m))
+        pd.testing.assert_frame_equal(rest, fixed)
