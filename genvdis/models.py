@@ -105,7 +105,13 @@ class NaiveBayes(LinearModel):
             raise ValueError("var_smoothing must be >= 0")
         self.laplace, self.var_smoothing = float(laplace), float(var_smoothing)
 
-    def fit_batch(self, Z, y, idx, rngs=()) -> BatchFit:
+    def fit_batch(
+        self,
+        Z: np.ndarray,
+        y: np.ndarray,
+        idx: np.ndarray,
+        rngs: Sequence[np.random.Generator] = (),
+    ) -> BatchFit:
         p = self.layout.n_continuous
         Zt, yt = Z[idx], y[idx].astype(float)  # (S, m, D), (S, m)
         n0, n1 = _class_counts(yt)
@@ -150,7 +156,13 @@ class LDA(LinearModel):
             raise ValueError("epsilon must be >= 0")
         self.epsilon = float(epsilon)
 
-    def fit_batch(self, Z, y, idx, rngs=()) -> BatchFit:
+    def fit_batch(
+        self,
+        Z: np.ndarray,
+        y: np.ndarray,
+        idx: np.ndarray,
+        rngs: Sequence[np.random.Generator] = (),
+    ) -> BatchFit:
         Zt, yt = Z[idx], y[idx].astype(float)
         n0, n1 = _class_counts(yt)
         mu1 = np.einsum("sm,smd->sd", yt, Zt) / n1[:, None]
@@ -163,7 +175,9 @@ class LDA(LinearModel):
         return BatchFit(coef, intercept, np.zeros(idx.shape[0], dtype=bool))
 
 
-def _logistic_loss(X, t, beta, penalty) -> np.ndarray:
+def _logistic_loss(
+    X: np.ndarray, t: np.ndarray, beta: np.ndarray, penalty: np.ndarray
+) -> np.ndarray:
     eta = np.einsum("smd,sd->sm", X, beta)
     nll = (np.logaddexp(0.0, eta) - t * eta).sum(axis=1)
     return nll + 0.5 * (penalty * beta**2).sum(axis=1)
@@ -258,12 +272,20 @@ class LogisticRegression(LinearModel):
         self.separable, self.C, self.mcmc_iterations = separable, float(C), int(mcmc_iterations)
         self.max_iter, self.tol = int(max_iter), float(tol)
 
-    def _newton(self, X1: np.ndarray, t: np.ndarray, strength: float, stop: bool = False):
+    def _newton(
+        self, X1: np.ndarray, t: np.ndarray, strength: float, stop: bool = False
+    ) -> tuple[np.ndarray, np.ndarray]:
         penalty = np.full(X1.shape[2], strength)
         penalty[-1] = 0.0
         return newton_logistic(X1, t, penalty, self.max_iter, self.tol, stop)
 
-    def fit_batch(self, Z, y, idx, rngs) -> BatchFit:
+    def fit_batch(
+        self,
+        Z: np.ndarray,
+        y: np.ndarray,
+        idx: np.ndarray,
+        rngs: Sequence[np.random.Generator] = (),
+    ) -> BatchFit:
         Zt, yt = Z[idx], y[idx]
         X1 = np.concatenate([Zt, np.ones(Zt.shape[:2] + (1,))], axis=2)
         beta, separable = self._newton(X1, yt.astype(float), TINY_RIDGE, stop=True)
