@@ -30,6 +30,9 @@ Mirror = Annotated[
     ),
 ]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar; errors only.")]
+Jobs = Annotated[int, typer.Option("--jobs", "-j", help="Parallel workers.")]
+Splits = Annotated[int | None, typer.Option(help="Splits per m (default: config).")]
+Out = Annotated[Path, typer.Option(help="Results folder.")]
 
 
 def _guarded(command):
@@ -104,6 +107,17 @@ class _StderrHandler(logging.StreamHandler):
         return ours or self.verbose or record.levelno >= logging.WARNING
 
 
+def _start_run(jobs: int, quiet: bool) -> bool:
+    """Checks and settings shared by `run` and `theory`; returns whether to show progress."""
+    from genvdis.errors import UserError
+
+    if jobs < 1:
+        raise UserError("--jobs must be >= 1")
+    if quiet:
+        logging.getLogger().setLevel(logging.WARNING)
+    return not quiet and sys.stderr.isatty()
+
+
 @app.command()
 @_guarded
 def fetch(
@@ -128,10 +142,10 @@ def fetch(
 @_guarded
 def run(
     configs: Annotated[list[Path], typer.Argument(help="YAML config files.")],
-    splits: Annotated[int | None, typer.Option(help="Splits per m (default: config).")] = None,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Parallel workers.")] = 1,
+    splits: Splits = None,
+    jobs: Jobs = 1,
     seed: Annotated[int | None, typer.Option(help="Random seed (default: config).")] = None,
-    out: Annotated[Path, typer.Option(help="Results folder.")] = Path("results"),
+    out: Out = Path("results"),
     backend: Annotated[str, typer.Option(help="loky, threading or dask.")] = "loky",
     scheduler: Annotated[
         str | None, typer.Option(help="dask scheduler address (default: a local cluster).")
@@ -144,8 +158,7 @@ def run(
     from genvdis.config import load_config
     from genvdis.errors import UserError
 
-    if jobs < 1:
-        raise UserError("--jobs must be >= 1")
+    progress = _start_run(jobs, quiet)
     if backend not in {"loky", "threading", "dask"}:
         raise UserError(f"--backend must be loky, threading or dask, not '{backend}'")
     if splits is not None and splits < 1:
@@ -154,14 +167,12 @@ def run(
         raise UserError(f"--seed must be >= 0, not {seed}")
     if scheduler and backend != "dask":
         raise UserError("--scheduler needs --backend dask")
-    if quiet:
-        logging.getLogger().setLevel(logging.WARNING)
     loaded = [load_config(path).with_overrides(splits=splits, seed=seed) for path in configs]
     for path, config in zip(configs, loaded, strict=True):
         try:
             run_dir = engine.run_experiment(
                 config, out, jobs=jobs, backend=backend, scheduler=scheduler, mirror=mirror,
-                base_dir=path.parent, progress=not quiet and sys.stderr.isatty(),
+                base_dir=path.parent, progress=progress,
             )  # fmt: skip
         except UserError as error:  # say which config, when several run in one go
             if str(error).startswith("--"):
@@ -174,20 +185,15 @@ def run(
 @_guarded
 def theory(
     configs: Annotated[list[Path], typer.Argument(help="Theory YAML configs.")],
-    splits: Annotated[int | None, typer.Option(help="Splits per m (default: config).")] = None,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Parallel workers.")] = 1,
-    out: Annotated[Path, typer.Option(help="Results folder.")] = Path("results"),
+    splits: Splits = None,
+    jobs: Jobs = 1,
+    out: Out = Path("results"),
     quiet: Quiet = False,
 ) -> None:
     """Sample complexity on synthetic data: m*(eps) vs n features, NB vs LR, with fits."""
-    from genvdis.errors import UserError
     from genvdis.theory import load_theory_config, run_theory
 
-    if jobs < 1:
-        raise UserError("--jobs must be >= 1")
-    if quiet:
-        logging.getLogger().setLevel(logging.WARNING)
-    progress = not quiet and sys.stderr.isatty()
+    progress = _start_run(jobs, quiet)
     for config in [load_theory_config(path) for path in configs]:
         root = run_theory(config, out, jobs=jobs, splits=splits, progress=progress)
         log.info("%s: wrote %s", config.name, root)

@@ -89,6 +89,7 @@ def run_block(
         frames = []
         for model in models:
             Z = data.reference if model.reference_coding else data.onehot
+            # fresh generators per model: a model's draws never depend on another model's
             rngs = [splits.split_rng(protocol.seed, m, s, stream=1) for s in block]
             fit = model.fit_batch(Z, data.y, train, rngs)
             wrong = (fit.decision(Z) > 0) != data.y[:, None].astype(bool)  # (rows, splits)

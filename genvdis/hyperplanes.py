@@ -89,13 +89,12 @@ def _exact_hmc_step(
     G = B B^T, so a bounce costs O(m) per problem rather than O(m r).
     """
     S = w.shape[0]
-    rows = np.arange(S)
     c = np.einsum("smr,sr->sm", B, w)  # a_i . w
     v = np.einsum("smr,sr->sm", B, p)  # a_i . p
     diag = np.einsum("smm->sm", G)
     remaining = duration.astype(float).copy()
     last = np.full(S, -1)
-    active = rows
+    active = np.arange(S)
     for _ in range(max_bounces):
         ca, va = c[active], v[active]
         t = np.arctan2(va, ca) + np.pi / 2  # first zero of c cos t + v sin t after 0

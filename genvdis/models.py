@@ -89,6 +89,17 @@ def _class_counts(y_train: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return y_train.shape[1] - n1, n1
 
 
+def _class_means(
+    X: np.ndarray, y_train: np.ndarray, n0: np.ndarray, n1: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-split class means mu0, mu1 (S, d) of X (S, m, d), and X minus its class's mean:
+    what both Gaussian models (shared diagonal or full covariance) are estimated from."""
+    mu1 = np.einsum("sm,smd->sd", y_train, X) / n1[:, None]
+    mu0 = np.einsum("sm,smd->sd", 1 - y_train, X) / n0[:, None]
+    centred = X - np.where(y_train[:, :, None] > 0, mu1[:, None], mu0[:, None])
+    return mu0, mu1, centred
+
+
 class NaiveBayes(LinearModel):
     """Naive Bayes: shared-variance Gaussians for continuous, Laplace-smoothed counts for
     discrete attributes. Both give log-odds linear in the one-hot data."""
@@ -122,9 +133,7 @@ class NaiveBayes(LinearModel):
             # weight is exactly 0, not a rounding error in the means divided by the tiny floor.
             ref = Zt[:, 0, :p]
             Xc = Zt[:, :, :p] - ref[:, None]
-            mu1 = np.einsum("sm,smd->sd", yt, Xc) / n1[:, None]
-            mu0 = np.einsum("sm,smd->sd", 1 - yt, Xc) / n0[:, None]
-            centred = Xc - np.where(yt[:, :, None] > 0, mu1[:, None], mu0[:, None])
+            mu0, mu1, centred = _class_means(Xc, yt, n0, n1)
             var = (centred**2).mean(axis=1)
             var += self.var_smoothing * var.max(axis=1, keepdims=True) + 1e-12
             coef[:, :p] = (mu1 - mu0) / var
@@ -165,9 +174,7 @@ class LDA(LinearModel):
     ) -> BatchFit:
         Zt, yt = Z[idx], y[idx].astype(float)
         n0, n1 = _class_counts(yt)
-        mu1 = np.einsum("sm,smd->sd", yt, Zt) / n1[:, None]
-        mu0 = np.einsum("sm,smd->sd", 1 - yt, Zt) / n0[:, None]
-        centred = Zt - np.where(yt[:, :, None] > 0, mu1[:, None], mu0[:, None])
+        mu0, mu1, centred = _class_means(Zt, yt, n0, n1)
         cov = np.einsum("smd,sme->sde", centred, centred) / Zt.shape[1]
         cov += self.epsilon * np.eye(Z.shape[1])
         coef = np.linalg.solve(cov, (mu1 - mu0)[..., None])[..., 0]
@@ -290,7 +297,8 @@ class LogisticRegression(LinearModel):
         X1 = np.concatenate([Zt, np.ones(Zt.shape[:2] + (1,))], axis=2)
         beta, separable = self._newton(X1, yt.astype(float), TINY_RIDGE, stop=True)
         A = hyperplanes.signed_rows(Zt, yt)
-        start = beta.copy()
+        start = beta.copy()  # where the sampler starts: a separating Newton iterate, or the LP's
+        from_lp = np.zeros(idx.shape[0], dtype=bool)  # start[s] is the max-margin solution
         undecided = np.flatnonzero(~separable)
         if undecided.size:  # the fitted likelihood's gradient usually proves non-separability
             weights = expit(-np.einsum("smd,sd->sm", A[undecided], beta[undecided]))
@@ -300,11 +308,13 @@ class LogisticRegression(LinearModel):
             if hyperplanes.has_conflicting_duplicates(Zt[s], yt[s]):
                 continue
             separable[s], z = hyperplanes.max_margin(A[s])
-            start[s] = z if separable[s] else start[s]
+            if separable[s]:
+                start[s], from_lp[s] = z, True
         chosen = np.flatnonzero(separable)
         if chosen.size and self.separable == "max_margin":
-            for s in chosen:
-                _, beta[s] = hyperplanes.max_margin(A[s])
+            for s in chosen[~from_lp[chosen]]:  # the LP already ran for the others
+                _, start[s] = hyperplanes.max_margin(A[s])
+            beta[chosen] = start[chosen]
         elif chosen.size and self.separable == "sample":
             # the sampler holds an m x m Gram matrix per split: bound its memory by chunking
             # (each split's draw is its own, so chunks change nothing but memory)

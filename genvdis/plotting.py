@@ -41,7 +41,8 @@ def draw_panel(ax: plt.Axes, summary: pd.DataFrame, title: str, small: bool = Fa
     ax.grid(alpha=0.3)
 
 
-def _save(fig: plt.Figure, stem: Path) -> list[Path]:
+def save_figure(fig: plt.Figure, stem: Path) -> list[Path]:
+    """`stem`.png and .pdf, with no timestamps inside, so reruns give identical bytes."""
     paths = []
     for ext in ("png", "pdf"):
         path = stem.with_suffix(f".{ext}")
@@ -63,7 +64,7 @@ def plot_run(run_dir: Path) -> list[Path]:
     if (summary["frac_separable"] > 0.5).any():
         caption += "; grey: most LR training sets separable"
     fig.text(0.5, -0.05, caption, ha="center", fontsize=7, color="0.3")
-    return _save(fig, run_dir / name)
+    return save_figure(fig, run_dir / name)
 
 
 def plot_figure1(results_dir: Path, runs: list[Path]) -> list[Path]:
@@ -86,7 +87,7 @@ def plot_figure1(results_dir: Path, runs: list[Path]) -> list[Path]:
     handles = [plt.Line2D([], [], **STYLES[m]) for m in ("naive_bayes", "logistic_regression")]
     fig.legend(handles=handles, loc="lower center", ncol=2, frameon=False)
     fig.tight_layout(rect=(0, 0.03, 1, 1))
-    return _save(fig, results_dir / "figure1")
+    return save_figure(fig, results_dir / "figure1")
 
 
 def plot_results(results_dir: Path) -> list[Path]:

@@ -64,6 +64,18 @@ def _draw_train(
     return train
 
 
+def _split_rows(
+    y: np.ndarray, classes: tuple[np.ndarray, np.ndarray], m: int, seed: int, split: int,
+    policy: str, test: str | int,
+) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    rng = split_rng(seed, m, split)
+    train = _draw_train(rng, y, classes, m, policy)
+    rest = _rest(len(y), train)
+    if test != "rest":
+        rest = np.sort(rng.choice(rest, int(test), replace=False))
+    return train, rest
+
+
 def draw_split(
     y: np.ndarray,
     m: int,
@@ -73,12 +85,7 @@ def draw_split(
     test: str | int = "rest",
 ) -> tuple[np.ndarray, np.ndarray]:
     """Training and test row indices of split `split` at size `m` (both sorted)."""
-    rng = split_rng(seed, m, split)
-    train = _draw_train(rng, y, _classes(y), m, policy)
-    rest = _rest(len(y), train)
-    if test != "rest":
-        rest = np.sort(rng.choice(rest, int(test), replace=False))
-    return train, rest
+    return _split_rows(y, _classes(y), m, seed, split, policy, test)
 
 
 def draw_training_block(
@@ -99,10 +106,11 @@ def draw_block(
     test: str | int = "rest",
 ) -> tuple[np.ndarray, np.ndarray]:
     """Training indices (S, m) and a test mask (S, n) for a block of split indices."""
+    classes = _classes(y)  # once per block, not once per split
     train = np.empty((len(splits), m), dtype=np.int64)
     test_mask = np.zeros((len(splits), len(y)), dtype=bool)
     for row, s in enumerate(splits):
-        train[row], rest = draw_split(y, m, seed, s, policy, test)
+        train[row], rest = _split_rows(y, classes, m, seed, s, policy, test)
         test_mask[row, rest] = True
     return train, test_mask
 

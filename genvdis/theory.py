@@ -280,7 +280,7 @@ def plot_theory(
     95% bootstrap bars, and both least-squares fits (log n dotted, n dash-dot) with R^2."""
     from matplotlib.ticker import NullFormatter, ScalarFormatter
 
-    from genvdis.plotting import METADATA, STYLES, plt
+    from genvdis.plotting import STYLES, plt, save_figure
 
     epsilons = sorted(table["epsilon"].unique())
     fig, axes = plt.subplots(1, len(epsilons), figsize=(5.4 * len(epsilons), 4.2), squeeze=False)
@@ -322,12 +322,7 @@ def plot_theory(
     if caption:
         fig.text(0.5, 0.0, caption, ha="center", va="top", fontsize=7, color="0.3")
     fig.tight_layout()
-    paths = []
-    for ext in ("png", "pdf"):
-        paths.append(stem.with_suffix(f".{ext}"))
-        fig.savefig(paths[-1], dpi=150, bbox_inches="tight", metadata=METADATA[ext])
-    plt.close(fig)
-    return paths
+    return save_figure(fig, stem)
 
 
 # --- the experiment --------------------------------------------------------------------------
