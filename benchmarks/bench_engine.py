@@ -28,6 +28,7 @@ from scipy.optimize import linprog
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression as SkLogistic
 from sklearn.naive_bayes import CategoricalNB
+from threadpoolctl import threadpool_limits
 
 from genvdis.config import load_config
 from genvdis.engine import EncodedData, Protocol, load_data, plan_tasks, run_block
@@ -80,6 +81,8 @@ def main() -> None:
     parser.add_argument("configs", nargs="*", default=CONFIGS, help="configs (default: 4)")
     args = parser.parse_args()
     warnings.simplefilter("ignore", ConvergenceWarning)
+    # one core each, as one joblib worker has: the engine limits BLAS to one thread itself
+    threadpool_limits(1)
     print(f"{'config':32} {'m':>5} {'sklearn s':>10} {'engine s':>9} {'ratio':>7}  agreement")
     total_base = total_engine = 0.0
     for path in args.configs:

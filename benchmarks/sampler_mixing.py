@@ -19,9 +19,11 @@ import numpy as np
 from genvdis import hyperplanes
 from genvdis.config import load_config
 from genvdis.engine import EncodedData, load_data
-from genvdis.models import TINY_RIDGE, LogisticRegression
+from genvdis.models import LogisticRegression
+from genvdis.newton import Gathered
 from genvdis.preprocessing import prepare
-from genvdis.splits import draw_block, split_rng
+from genvdis.splits import draw_block
+from genvdis.streams import stream_keys
 
 CASES = [("configs/sonar.yaml", 40), ("configs/sonar.yaml", 150), ("configs/promoters.yaml", 40)]
 CASES += [("configs/optdigits-2v3.yaml", 200)]
@@ -40,15 +42,16 @@ def main() -> None:
         train, test = draw_block(y, m, config.seed, range(args.splits))
         Zt, yt = Z[train], y[train]
         X1 = np.concatenate([Zt, np.ones(Zt.shape[:2] + (1,))], axis=2)
-        start, separable = LogisticRegression(data.layout)._newton(
-            X1, yt.astype(float), TINY_RIDGE, stop=True
+        fit = LogisticRegression(data.layout)._newton(
+            Gathered(X1, yt.astype(float)), 0.0, stop=True
         )
+        start, separable = fit.beta, fit.separating
         A = hyperplanes.signed_rows(Zt, yt)[separable]
         Z1 = np.hstack([Z, np.ones((len(y), 1))])
         for k in (1, 2, 3, 5, 10, 30):
-            rngs = [split_rng(config.seed, m, s, stream=1) for s in np.flatnonzero(separable)]
+            keys = stream_keys(config.seed, m, np.flatnonzero(separable), stream=1)
             started = time.perf_counter()
-            draws = hyperplanes.sample_version_space(A, start[separable], k, rngs)
+            draws = hyperplanes.sample_version_space(A, start[separable], k, keys)
             seconds = time.perf_counter() - started
             wrong = ((Z1 @ draws.T) > 0) != y[:, None].astype(bool)
             mask = test[separable].T

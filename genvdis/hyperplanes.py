@@ -20,10 +20,10 @@ Finally the radius is drawn as U^(1/d), so the returned point is uniform on V it
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 from scipy.optimize import linprog
+
+from genvdis import streams
 
 # A training set is called separable when its L-infinity maximum margin exceeds this. The same
 # threshold makes the cheap non-separability certificate below agree with the LP.
@@ -62,6 +62,34 @@ def margin_bound(A: np.ndarray, weights: np.ndarray) -> np.ndarray:
     return np.abs(gradient).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-300)
 
 
+def prove_inseparable(A: np.ndarray, beta: np.ndarray) -> np.ndarray:
+    """Which of the S sets {A_s z > 0} are proven empty by `margin_bound`, with weights built
+    from a logistic fit beta (S, d): where the set overlaps, lambda = sigmoid(-A beta) makes the
+    likelihood's gradient A^T lambda ~ 0. Under quasi-complete separation the fit drifts off to
+    infinity and the gradient shrinks slowly, so more weightings are tried: lambda with its
+    vanishing weights (the separated points) zeroed, at three thresholds, and each of those
+    projected onto A^T lambda = 0 within its support, by least squares. Any lambda >= 0 gives
+    a valid bound, so this only saves linear programs; it never decides wrongly."""
+    lam = 0.5 - 0.5 * np.tanh(0.5 * np.einsum("smd,sd->sm", A, beta))  # sigmoid(-A beta)
+    proven = margin_bound(A, lam) <= MARGIN_TOL
+    for threshold in (1e-6, 1e-3, 1e-2):
+        rest = np.flatnonzero(~proven)
+        if rest.size == 0:
+            break
+        A_r, lam_r = A[rest], lam[rest]
+        support = lam_r >= threshold * lam_r.max(axis=1, keepdims=True)
+        lam_r = np.where(support, lam_r, 0.0)
+        A_s = A_r * support[..., None]
+        gram = np.swapaxes(A_s, 1, 2) @ A_s
+        residual = np.einsum("smd,sm->sd", A_r, lam_r)
+        correction = np.einsum("sde,se->sd", np.linalg.pinv(gram), residual)
+        projected = np.maximum(lam_r - np.einsum("smd,sd->sm", A_s, correction), 0.0)
+        proven[rest] = (margin_bound(A_r, lam_r) <= MARGIN_TOL) | (
+            margin_bound(A_r, projected) <= MARGIN_TOL
+        )
+    return proven
+
+
 def has_conflicting_duplicates(X: np.ndarray, y: np.ndarray) -> bool:
     """Two identical inputs with different labels: a cheap, exact proof of non-separability."""
     _, inverse = np.unique(X, axis=0, return_inverse=True)
@@ -71,60 +99,114 @@ def has_conflicting_duplicates(X: np.ndarray, y: np.ndarray) -> bool:
     return bool(labels_per_row.all(axis=1).any())
 
 
-def _exact_hmc_step(
-    B: np.ndarray,
-    G: np.ndarray,
-    w: np.ndarray,
-    p: np.ndarray,
-    duration: np.ndarray,
-    max_bounces: int,
-) -> tuple[np.ndarray, np.ndarray]:
-    """One exact HMC trajectory for N(0, I) truncated to {B w > 0}, batched; problem s
-    travels for time duration[s], or until max_bounces walls. Returns w and the time
-    travelled.
+@streams.jit
+def _trajectory(
+    B: np.ndarray, G: np.ndarray, w: np.ndarray, p: np.ndarray, c: np.ndarray, v: np.ndarray,
+    duration: float, max_bounces: int,
+) -> float:  # fmt: skip
+    """One exact HMC trajectory for N(0, I) truncated to {B w > 0}: moves w and p in place for
+    time `duration`, or until `max_bounces` walls; returns the time travelled.
 
     Under the Gaussian's Hamiltonian a particle moves on w cos t + p sin t, so the time it
     meets each wall has a closed form; at the first wall the momentum is reflected
-    (Pakman & Paninski, 2014). Constraint values are tracked through the Gram matrix
-    G = B B^T, so a bounce costs O(m) per problem rather than O(m r).
+    (Pakman & Paninski, 2014). The wall values c = B w and v = B p are tracked through the
+    Gram matrix G = B B^T, so a bounce costs O(m) rather than O(m r). Wall i is met at
+    t_i = atan2(v_i, c_i) + pi/2; on the feasible side (c_i > 0) that is increasing in
+    v_i / c_i, so the first wall is found with one division per wall and one arctan.
     """
-    S = w.shape[0]
-    c = np.einsum("smr,sr->sm", B, w)  # a_i . w
-    v = np.einsum("smr,sr->sm", B, p)  # a_i . p
-    diag = np.einsum("smm->sm", G)
-    remaining = duration.astype(float).copy()
-    last = np.full(S, -1)
-    active = np.arange(S)
+    m, r = B.shape
+    for i in range(m):
+        c[i] = 0.0
+        v[i] = 0.0
+        for k in range(r):
+            c[i] += B[i, k] * w[k]
+            v[i] += B[i, k] * p[k]
+    remaining = duration
+    last = -1
     for _ in range(max_bounces):
-        ca, va = c[active], v[active]
-        t = np.arctan2(va, ca) + np.pi / 2  # first zero of c cos t + v sin t after 0
-        just = last[active]
-        t[np.flatnonzero(just >= 0), just[just >= 0]] = np.inf  # the wall it stands on
-        j = t.argmin(axis=1)
-        first = t[np.arange(active.size), j]
-        hit = first < remaining[active]
-        tt = np.where(hit, first, remaining[active])
-        cos, sin = np.cos(tt)[:, None], np.sin(tt)[:, None]
-        w_a, p_a = w[active], p[active]
-        w[active], p[active] = w_a * cos + p_a * sin, p_a * cos - w_a * sin
-        c[active], v[active] = ca * cos + va * sin, va * cos - ca * sin
-        remaining[active] -= tt
-        bounce = active[hit]
-        if bounce.size:
-            jb = j[hit]
-            scale = 2.0 * v[bounce, jb] / diag[bounce, jb]
-            p[bounce] -= scale[:, None] * B[bounce, jb]
-            v[bounce] -= scale[:, None] * G[bounce, jb]
-            c[bounce, jb] = np.abs(c[bounce, jb])
-        last[active] = np.where(hit, j, -1)
-        active = bounce
-        if active.size == 0:
+        best_ratio, j_ratio = np.inf, -1
+        best_time, j_time = np.inf, -1
+        for i in range(m):
+            if i == last:
+                continue  # the wall it stands on
+            if c[i] > 0.0:
+                ratio = v[i] / c[i]
+                if ratio < best_ratio:
+                    best_ratio, j_ratio = ratio, i
+            else:  # on or past the wall through rounding: the general formula
+                t = np.arctan2(v[i], c[i]) + np.pi / 2
+                if t < best_time:
+                    best_time, j_time = t, i
+        first, j = best_time, j_time
+        if j_ratio >= 0:
+            t = np.arctan(best_ratio) + np.pi / 2
+            if t < first:
+                first, j = t, j_ratio
+        hit = first < remaining
+        tt = first if hit else remaining
+        cos, sin = np.cos(tt), np.sin(tt)
+        for k in range(r):
+            wk = w[k]
+            w[k] = wk * cos + p[k] * sin
+            p[k] = p[k] * cos - wk * sin
+        for i in range(m):
+            ci = c[i]
+            c[i] = ci * cos + v[i] * sin
+            v[i] = v[i] * cos - ci * sin
+        remaining -= tt
+        if not hit:
             break
-    return w, duration - remaining
+        scale = 2.0 * v[j] / G[j, j]
+        for k in range(r):
+            p[k] -= scale * B[j, k]
+        for i in range(m):
+            v[i] -= scale * G[j, i]
+        c[j] = abs(c[j])
+        last = j
+    return duration - remaining
 
 
-def _normals(rngs: Sequence[np.random.Generator], size: int) -> np.ndarray:
-    return np.stack([rng.standard_normal(size) for rng in rngs])
+@streams.jit
+def _chains(
+    B: np.ndarray, G: np.ndarray, w0: np.ndarray, keys: np.ndarray, iterations: int,
+    warmup_bounces: int, d: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+    """Each problem's chain from w0[s], with its own stream: the final w (S, r), then d
+    normals (S, d) and a uniform (S,) for the parts of the draw outside the row space."""
+    S, m, r = B.shape
+    W = np.empty((S, r))
+    V = np.empty((S, d))
+    U = np.empty(S)
+    state = np.empty(1, dtype=np.uint64)
+    w, proposal, p = np.empty(r), np.empty(r), np.empty(r)
+    c, v = np.empty(m), np.empty(m)
+    for s in range(S):
+        state[0] = keys[s]
+        w[:] = w0[s]
+        duration = np.pi / 2
+        for iteration in range(iterations):
+            budget = warmup_bounces if iteration == 0 else 20 * warmup_bounces
+            proposal[:] = w
+            for k in range(r):
+                p[k] = streams.next_normal(state)
+            travelled = _trajectory(B[s], G[s], proposal, p, c, v, duration, budget)
+            if iteration == 0 and travelled > 0:
+                duration = travelled
+            feasible = True
+            for i in range(m):
+                total = 0.0
+                for k in range(r):
+                    total += B[s, i, k] * proposal[k]
+                if not total > 0.0:
+                    feasible = False
+                    break
+            if feasible:
+                w[:] = proposal
+        W[s] = w
+        for k in range(d):
+            V[s, k] = streams.next_normal(state)
+        U[s] = streams.next_uniform(state)
+    return W, V, U
 
 
 WARMUP_BOUNCES = 200
@@ -134,38 +216,31 @@ def sample_version_space(
     A: np.ndarray,
     z0: np.ndarray,
     iterations: int,
-    rngs: Sequence[np.random.Generator],
+    keys: np.ndarray,
     warmup_bounces: int = WARMUP_BOUNCES,
 ) -> np.ndarray:
     """One draw per problem from the uniform law on {A_s z > 0, ||z|| <= 1}, batched.
 
-    A: (S, m, d) constraint rows, z0: (S, d) strictly feasible starts (any scale), rngs: one
-    generator per problem, so a problem's draw does not depend on which others share its batch.
-    `iterations` trajectories are run from z0 (docs/separable.md). The first, a warm-up, lasts
-    pi/2 or `warmup_bounces` walls, whichever comes first; the time it reached becomes the
-    problem's fixed trajectory duration from then on, so that a very thin version space (where
-    the particle meets a wall at every turn) costs about `warmup_bounces` bounces per trajectory
-    instead of millions. With a fixed duration each later trajectory is an exact HMC move, which
-    leaves the target law invariant. A trajectory that ends off the cone through rounding is
-    rejected, so every draw separates.
+    A: (S, m, d) constraint rows, z0: (S, d) strictly feasible starts (any scale), keys: one
+    random stream per problem (`streams`), so a problem's draw does not depend on which others
+    share its batch. `iterations` trajectories are run from z0 (docs/separable.md). The first,
+    a warm-up, lasts pi/2 or `warmup_bounces` walls, whichever comes first; the time it reached
+    becomes the problem's fixed trajectory duration from then on, so that a very thin version
+    space (where the particle meets a wall at every turn) costs about `warmup_bounces` bounces
+    per trajectory instead of millions. With a fixed duration each later trajectory is an exact
+    HMC move, which leaves the target law invariant. A trajectory that ends off the cone through
+    rounding is rejected, so every draw separates.
     """
     S, m, d = A.shape
     Q, _ = np.linalg.qr(np.swapaxes(A, 1, 2))  # (S, d, r): a basis of each row space
     r = Q.shape[2]
-    B = A @ Q
+    B = np.ascontiguousarray(A @ Q)
     G = B @ np.swapaxes(B, 1, 2)
     w = np.einsum("sdr,sd->sr", Q, z0)
     w *= np.sqrt(r) / np.linalg.norm(w, axis=1, keepdims=True)  # the typical radius
-    duration = np.full(S, np.pi / 2)
-    for iteration in range(iterations):
-        budget = warmup_bounces if iteration == 0 else 20 * warmup_bounces
-        proposal, travelled = _exact_hmc_step(B, G, w.copy(), _normals(rngs, r), duration, budget)
-        if iteration == 0:
-            duration = np.where(travelled > 0, travelled, duration)
-        feasible = (np.einsum("smr,sr->sm", B, proposal) > 0).all(axis=1)
-        w = np.where(feasible[:, None], proposal, w)
-    v = _normals(rngs, d)
+    keys = np.asarray(keys, dtype=np.uint64)
+    w, v, u = _chains(B, G, w, keys, int(iterations), int(warmup_bounces), d)
     v -= np.einsum("sdr,sr->sd", Q, np.einsum("sdr,sd->sr", Q, v))
     z = np.einsum("sdr,sr->sd", Q, w) + (v if d > r else 0.0)
-    radius = np.array([rng.uniform() for rng in rngs])[:, None] ** (1.0 / d)
+    radius = u[:, None] ** (1.0 / d)
     return radius * z / np.linalg.norm(z, axis=1, keepdims=True)

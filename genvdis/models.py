@@ -20,20 +20,18 @@ against scikit-learn on its own.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import expit
 
-from genvdis import hyperplanes
+from genvdis import hyperplanes, streams
+from genvdis.newton import Design, Gathered, Masked, NewtonFit, newton_logistic
 from genvdis.preprocessing import FeatureLayout
 
-# An infinitesimal ridge: it picks the minimum-norm maximiser when the likelihood's maximum is
-# a set (an attribute value absent from a training split), and changes nothing else visibly.
-TINY_RIDGE = 1e-8
-DECREMENT_TOL = 1e-9
 SAMPLER_BYTES = 64 * 2**20
+WARM_ROWS = 200
+MASKED_FRACTION = 0.25  # training sets this large a share of the data: `newton.Masked`
+GROUP_BYTES = 4 * 2**20  # a group of splits' training tensor stays in cache
 
 
 @dataclass
@@ -43,6 +41,8 @@ class BatchFit:
     coef: np.ndarray
     intercept: np.ndarray
     separable: np.ndarray
+
+    FIELDS = ("coef", "intercept", "separable")
 
     def decision(self, Z: np.ndarray) -> np.ndarray:
         """(n, S) log-odds of every row under every split's classifier."""
@@ -62,9 +62,28 @@ class LinearModel:
         return self.layout.onehot(X, drop_first=self.reference_coding)
 
     def fit_batch(
-        self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, rngs: Sequence[np.random.Generator]
+        self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray | None = None
     ) -> BatchFit:
-        """Fit S classifiers, on training rows idx[s]; rngs[s] is split s's own generator."""
+        """Fit S classifiers, on training rows idx[s]; keys[s] is split s's own random stream
+        (`streams`), for models that draw at random.
+
+        Splits are fitted in groups whose training tensor (splits x m x D) fits in cache:
+        the work is memory-bound, and out of cache it runs several times slower. Splits are
+        independent, so the grouping changes no result."""
+        if keys is None:
+            keys = np.zeros(idx.shape[0], dtype=np.uint64)
+        size = max(1, GROUP_BYTES // (8 * idx.shape[1] * (Z.shape[1] + 1)))
+        if idx.shape[0] <= size:
+            return self._fit_group(Z, y, idx, keys)
+        fits = [
+            self._fit_group(Z, y, idx[g : g + size], keys[g : g + size])
+            for g in range(0, idx.shape[0], size)
+        ]
+        return BatchFit(*(np.concatenate([getattr(f, k) for f in fits]) for k in BatchFit.FIELDS))
+
+    def _fit_group(
+        self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray
+    ) -> BatchFit:
         raise NotImplementedError
 
     def fit(self, X: np.ndarray, y: np.ndarray, random_state: int = 0) -> LinearModel:
@@ -72,7 +91,8 @@ class LinearModel:
         if set(np.unique(y)) != {0, 1}:
             raise ValueError("y must hold both classes, coded 0 and 1")
         idx = np.arange(len(y))[None, :]
-        fit = self.fit_batch(self.encode(X), y, idx, [np.random.default_rng(random_state)])
+        keys = streams.stream_keys(random_state, len(y), [0], stream=1)
+        fit = self.fit_batch(self.encode(X), y, idx, keys)
         self.coef_, self.intercept_ = fit.coef[0], float(fit.intercept[0])
         self.separable_ = bool(fit.separable[0])
         return self
@@ -89,6 +109,13 @@ def _class_counts(y_train: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return y_train.shape[1] - n1, n1
 
 
+def _class_sums(X: np.ndarray, y_train: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-split sums (S, d) of X (S, m, d) over the negative and over the positive training
+    rows: one batched product and one sum, the sufficient statistics of naive Bayes."""
+    positive = np.matmul(y_train[:, None, :], X)[:, 0]
+    return X.sum(axis=1) - positive, positive
+
+
 def _class_means(
     X: np.ndarray, y_train: np.ndarray, n0: np.ndarray, n1: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -98,6 +125,36 @@ def _class_means(
     mu0 = np.einsum("sm,smd->sd", 1 - y_train, X) / n0[:, None]
     centred = X - np.where(y_train[:, :, None] > 0, mu1[:, None], mu0[:, None])
     return mu0, mu1, centred
+
+
+@streams.jit
+def _naive_bayes_sums(
+    Z: np.ndarray, y: np.ndarray, idx: np.ndarray, p: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Naive Bayes' sufficient statistics for each split, in one pass over its training rows:
+    class counts (S, 2), per-class column sums (S, 2, D) and sums of squares of the p
+    continuous columns (S, 2, p). Continuous values are measured from the split's first
+    training row: a feature constant in the split is then exactly 0, so its weight is exactly
+    0, not a rounding error in the means divided by the tiny variance floor."""
+    S, m = idx.shape
+    D = Z.shape[1]
+    counts = np.zeros((S, 2))
+    sums = np.zeros((S, 2, D))
+    squares = np.zeros((S, 2, p))
+    for s in range(S):
+        ref = Z[idx[s, 0]]
+        for i in range(m):
+            row = Z[idx[s, i]]
+            c = y[idx[s, i]]
+            counts[s, c] += 1.0
+            for j in range(p):
+                v = row[j] - ref[j]
+                sums[s, c, j] += v
+                squares[s, c, j] += v * v
+            for j in range(p, D):  # one-hot: mostly zeros
+                if row[j] != 0.0:
+                    sums[s, c, j] += row[j]
+    return counts, sums, squares
 
 
 class NaiveBayes(LinearModel):
@@ -116,34 +173,27 @@ class NaiveBayes(LinearModel):
             raise ValueError("var_smoothing must be >= 0")
         self.laplace, self.var_smoothing = float(laplace), float(var_smoothing)
 
-    def fit_batch(
-        self,
-        Z: np.ndarray,
-        y: np.ndarray,
-        idx: np.ndarray,
-        rngs: Sequence[np.random.Generator] = (),
+    def _fit_group(
+        self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray
     ) -> BatchFit:
         p = self.layout.n_continuous
-        Zt, yt = Z[idx], y[idx].astype(float)  # (S, m, D), (S, m)
-        n0, n1 = _class_counts(yt)
+        counts, sums, squares = _naive_bayes_sums(Z, y.astype(np.int64), idx, p)
+        n0, n1 = counts[:, 0], counts[:, 1]
         coef = np.zeros((idx.shape[0], Z.shape[1]))
         intercept = np.zeros(idx.shape[0])
         if p:
-            # Measured from a training row, a feature constant in the split is exactly 0, so its
-            # weight is exactly 0, not a rounding error in the means divided by the tiny floor.
-            ref = Zt[:, 0, :p]
-            Xc = Zt[:, :, :p] - ref[:, None]
-            mu0, mu1, centred = _class_means(Xc, yt, n0, n1)
-            var = (centred**2).mean(axis=1)
+            (s0, s1), (q0, q1) = (sums[:, 0, :p], sums[:, 1, :p]), (squares[:, 0], squares[:, 1])
+            mu0, mu1 = s0 / n0[:, None], s1 / n1[:, None]
+            # within-class sums of squares, sum (x - mu_c)^2 = sum x^2 - n_c mu_c^2: one pass
+            var = np.maximum(q0 - s0 * mu0 + q1 - s1 * mu1, 0.0) / idx.shape[1]
             var += self.var_smoothing * var.max(axis=1, keepdims=True) + 1e-12
             coef[:, :p] = (mu1 - mu0) / var
             intercept -= ((mu1**2 - mu0**2) / (2 * var)).sum(axis=1)
-            intercept -= np.einsum("sd,sd->s", coef[:, :p], ref)
+            intercept -= np.einsum("sd,sd->s", coef[:, :p], Z[idx[:, 0], :p])
         if self.layout.n_discrete:
             l = self.laplace  # noqa: E741 (the paper's name)
             k = np.repeat(self.layout.levels, self.layout.levels).astype(float)
-            c1 = np.einsum("sm,smd->sd", yt, Zt[:, :, p:])
-            c0 = np.einsum("sm,smd->sd", 1 - yt, Zt[:, :, p:])
+            c0, c1 = sums[:, 0, p:], sums[:, 1, p:]
             coef[:, p:] = np.log((c1 + l) / (n1[:, None] + k * l))
             coef[:, p:] -= np.log((c0 + l) / (n0[:, None] + k * l))
             prior = np.log((n1 + l) / (n0 + l))
@@ -165,12 +215,8 @@ class LDA(LinearModel):
             raise ValueError("epsilon must be >= 0")
         self.epsilon = float(epsilon)
 
-    def fit_batch(
-        self,
-        Z: np.ndarray,
-        y: np.ndarray,
-        idx: np.ndarray,
-        rngs: Sequence[np.random.Generator] = (),
+    def _fit_group(
+        self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray
     ) -> BatchFit:
         Zt, yt = Z[idx], y[idx].astype(float)
         n0, n1 = _class_counts(yt)
@@ -182,72 +228,12 @@ class LDA(LinearModel):
         return BatchFit(coef, intercept, np.zeros(idx.shape[0], dtype=bool))
 
 
-def _logistic_loss(
-    X: np.ndarray, t: np.ndarray, beta: np.ndarray, penalty: np.ndarray
-) -> np.ndarray:
-    eta = np.einsum("smd,sd->sm", X, beta)
-    nll = (np.logaddexp(0.0, eta) - t * eta).sum(axis=1)
-    return nll + 0.5 * (penalty * beta**2).sum(axis=1)
-
-
-def newton_logistic(
-    X: np.ndarray,
-    t: np.ndarray,
-    penalty: np.ndarray,
-    max_iter: int = 100,
-    tol: float = 1e-8,
-    stop_if_separating: bool = False,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Batched Newton-Raphson (IRLS) with backtracking, for S problems at once.
-
-    X (S, m, d), t (S, m) in {0, 1}, penalty (d,) ridge weights (0 for the intercept).
-    Converged problems are frozen; a step that does not lower the loss is halved, so every
-    problem converges (the loss is strictly convex). With `stop_if_separating`, a problem also
-    stops as soon as its iterate classifies every training point correctly: that iterate proves
-    the set separable, and the likelihood then has no maximum to converge to.
-    Returns beta (S, d) and separating (S,): which problems stopped that way.
-    """
-    S, _, d = X.shape
-    beta = np.zeros((S, d))
-    done = np.zeros(S, dtype=bool)
-    separating = np.zeros(S, dtype=bool)
-    sign = 2.0 * t - 1.0
-    loss = _logistic_loss(X, t, beta, penalty)
-    for _ in range(max_iter):
-        act = np.flatnonzero(~done)
-        if act.size == 0:
-            break
-        Xa, ta, ba = X[act], t[act], beta[act]
-        p = expit(np.einsum("smd,sd->sm", Xa, ba))
-        grad = np.einsum("smd,sm->sd", Xa, ta - p) - penalty * ba
-        hess = np.swapaxes(Xa * (p * (1 - p))[..., None], 1, 2) @ Xa + np.diag(penalty)
-        try:
-            delta = np.linalg.solve(hess, grad[..., None])[..., 0]
-        except np.linalg.LinAlgError:  # numerically singular: fall back to the pseudo-inverse
-            delta = np.einsum("sde,se->sd", np.linalg.pinv(hess), grad)
-        step = np.ones(act.size)
-        new_loss = _logistic_loss(Xa, ta, ba + delta, penalty)
-        for _ in range(30):
-            worse = new_loss > loss[act] + 1e-12 * np.abs(loss[act])
-            if not worse.any():
-                break
-            step = np.where(worse, step / 2, step)
-            new_loss = _logistic_loss(Xa, ta, ba + step[:, None] * delta, penalty)
-        moved = step[:, None] * delta
-        beta[act] = ba + moved
-        loss[act] = np.minimum(new_loss, loss[act])
-        small = np.abs(moved).max(axis=1) <= tol * (1 + np.abs(beta[act]).max(axis=1))
-        # Newton decrement: the loss is within ~decrement/2 of its minimum. A quasi-separated
-        # direction (an attribute value seen in one class only) lets the weights grow forever
-        # while the loss creeps down by e^-|w|: stop once that is below DECREMENT_TOL.
-        decrement = np.einsum("sd,sd->s", grad, delta)
-        done[act] = small | (decrement < DECREMENT_TOL) | ~np.isfinite(new_loss)
-        if stop_if_separating:
-            margins = sign[act] * np.einsum("smd,sd->sm", Xa, beta[act])
-            split = (margins > 0).all(axis=1)
-            separating[act] = split
-            done[act] |= split
-    return beta, separating
+def _with_intercept(Z: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """The rows idx (S, m) of Z, each with a last column of ones: (S, m, D + 1)."""
+    out = np.empty(idx.shape + (Z.shape[1] + 1,))
+    np.take(Z, idx, axis=0, out=out[..., :-1])
+    out[..., -1] = 1.0
+    return out
 
 
 class LogisticRegression(LinearModel):
@@ -280,52 +266,73 @@ class LogisticRegression(LinearModel):
         self.max_iter, self.tol = int(max_iter), float(tol)
 
     def _newton(
-        self, X1: np.ndarray, t: np.ndarray, strength: float, stop: bool = False
-    ) -> tuple[np.ndarray, np.ndarray]:
-        penalty = np.full(X1.shape[2], strength)
+        self, design: Design, strength: float, stop: bool = False,
+        start: np.ndarray | None = None, max_iter: int | None = None, tol: float | None = None,
+    ) -> NewtonFit:  # fmt: skip
+        penalty = np.full(design.width, strength)
         penalty[-1] = 0.0
-        return newton_logistic(X1, t, penalty, self.max_iter, self.tol, stop)
+        max_iter, tol = max_iter or self.max_iter, tol or self.tol
+        return newton_logistic(design, penalty, max_iter, tol, stop, start)
 
-    def fit_batch(
-        self,
-        Z: np.ndarray,
-        y: np.ndarray,
-        idx: np.ndarray,
-        rngs: Sequence[np.random.Generator] = (),
+    def _warm_start(self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray) -> np.ndarray | None:
+        """For large training sets, a first fit on every k-th training row (~WARM_ROWS of them):
+        Newton then needs about half its iterations on the whole set. It is a function of the
+        split alone, so results stay independent of how splits are batched."""
+        m = idx.shape[1]
+        if m < 2 * WARM_ROWS:
+            return None
+        sub = idx[:, :: m // WARM_ROWS]
+        design = Gathered(_with_intercept(Z, sub), y[sub].astype(float))
+        return self._newton(design, 0.0, max_iter=8, tol=1e-3).beta
+
+    def _fit_group(
+        self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray
     ) -> BatchFit:
-        Zt, yt = Z[idx], y[idx]
-        X1 = np.concatenate([Zt, np.ones(Zt.shape[:2] + (1,))], axis=2)
-        beta, separable = self._newton(X1, yt.astype(float), TINY_RIDGE, stop=True)
-        A = hyperplanes.signed_rows(Zt, yt)
+        S, m = idx.shape
+        if m >= MASKED_FRACTION * len(y):  # training sets cover much of the data
+            mask = np.zeros((S, len(y)))
+            mask[np.arange(S)[:, None], idx] = 1.0
+            design: Design = Masked(np.column_stack([Z, np.ones(len(y))]), y, mask)
+            start = None  # its iterations are cheap: a warm start costs more than it saves
+        else:
+            design = Gathered(_with_intercept(Z, idx), y[idx].astype(float))
+            start = self._warm_start(Z, y, idx)
+        fit = self._newton(design, 0.0, stop=True, start=start)
+        beta, separable = fit.beta, fit.separating
         start = beta.copy()  # where the sampler starts: a separating Newton iterate, or the LP's
-        from_lp = np.zeros(idx.shape[0], dtype=bool)  # start[s] is the max-margin solution
-        undecided = np.flatnonzero(~separable)
+        from_lp = np.zeros(S, dtype=bool)  # start[s] is the max-margin solution
+        undecided = np.flatnonzero(~separable & (fit.margin_bound > hyperplanes.MARGIN_TOL))
+
+        def rows(s: np.ndarray | int) -> np.ndarray:  # constraint rows, only where needed
+            return hyperplanes.signed_rows(Z[idx[s]], y[idx[s]])
+
         if undecided.size:  # the fitted likelihood's gradient usually proves non-separability
-            weights = expit(-np.einsum("smd,sd->sm", A[undecided], beta[undecided]))
-            proven = hyperplanes.margin_bound(A[undecided], weights) <= hyperplanes.MARGIN_TOL
+            proven = hyperplanes.prove_inseparable(rows(undecided), beta[undecided])
             undecided = undecided[~proven]
+
         for s in undecided:
-            if hyperplanes.has_conflicting_duplicates(Zt[s], yt[s]):
+            if hyperplanes.has_conflicting_duplicates(Z[idx[s]], y[idx[s]]):
                 continue
-            separable[s], z = hyperplanes.max_margin(A[s])
+            separable[s], z = hyperplanes.max_margin(rows(s))
             if separable[s]:
                 start[s], from_lp[s] = z, True
         chosen = np.flatnonzero(separable)
         if chosen.size and self.separable == "max_margin":
             for s in chosen[~from_lp[chosen]]:  # the LP already ran for the others
-                _, start[s] = hyperplanes.max_margin(A[s])
+                _, start[s] = hyperplanes.max_margin(rows(s))
             beta[chosen] = start[chosen]
         elif chosen.size and self.separable == "sample":
             # the sampler holds an m x m Gram matrix per split: bound its memory by chunking
             # (each split's draw is its own, so chunks change nothing but memory)
-            chunk = max(1, SAMPLER_BYTES // (8 * idx.shape[1] ** 2))
+            chunk = max(1, SAMPLER_BYTES // (8 * m**2))
             for part in np.array_split(chosen, -(-chosen.size // chunk)):
                 beta[part] = hyperplanes.sample_version_space(
-                    A[part], start[part], self.mcmc_iterations, [rngs[s] for s in part]
+                    rows(part), start[part], self.mcmc_iterations, keys[part]
                 )
         elif chosen.size:
             strength = 1.0 / self.C
-            beta[chosen], _ = self._newton(X1[chosen], yt[chosen].astype(float), strength)
+            ridge = Gathered(_with_intercept(Z, idx[chosen]), y[idx[chosen]].astype(float))
+            beta[chosen] = self._newton(ridge, strength).beta
         return BatchFit(beta[:, :-1], beta[:, -1], separable)
 
 

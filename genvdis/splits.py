@@ -2,19 +2,16 @@
 
 Because split s at size m depends on nothing else, results do not depend on how splits are
 grouped into tasks, on the number of workers, or on the order tasks finish in; and every model
-is scored on the very same splits (paired comparisons).
+is scored on the very same splits (paired comparisons). A split's rows are drawn from its own
+counter-based stream (`streams`), in one compiled pass over the whole block of splits.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from genvdis import streams
 from genvdis.errors import UserError
-
-
-def split_rng(seed: int, m: int, split: int, stream: int = 0) -> np.random.Generator:
-    """The generator for one split's rows (stream 0) or its random hyperplane (stream 1)."""
-    return np.random.default_rng([seed, m, split, stream])
 
 
 def check_size(m: int, class_counts: tuple[int, int], test: str | int) -> None:
@@ -41,39 +38,82 @@ def _stratified_counts(m: int, class_counts: tuple[int, int]) -> tuple[int, int]
     return k0, k1
 
 
-def _classes(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    return np.flatnonzero(y == 0), np.flatnonzero(y == 1)
-
-
-def _draw_train(
-    rng: np.random.Generator, y: np.ndarray, classes: tuple[np.ndarray, np.ndarray], m: int,
-    policy: str,
-) -> np.ndarray:  # fmt: skip
-    """The sorted training rows; the first draws of the split's generator."""
-    if policy == "stratified":
-        k0, k1 = _stratified_counts(m, (len(classes[0]), len(classes[1])))
-        train = np.concatenate(
-            [rng.choice(classes[0], k0, replace=False), rng.choice(classes[1], k1, replace=False)]
-        )
-    else:  # uniform among subsets of size m holding both classes (rejection)
-        while True:
-            train = rng.choice(len(y), m, replace=False)
-            if 0 < y[train].sum() < m:
-                break
-    train.sort()
-    return train
-
-
-def _split_rows(
-    y: np.ndarray, classes: tuple[np.ndarray, np.ndarray], m: int, seed: int, split: int,
-    policy: str, test: str | int,
+@streams.jit
+def _draw_rows(
+    keys: np.ndarray, y: np.ndarray, negatives: np.ndarray, positives: np.ndarray, k0: int,
+    m: int, stratified: bool, n_test: int,
 ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
-    rng = split_rng(seed, m, split)
-    train = _draw_train(rng, y, classes, m, policy)
-    rest = _rest(len(y), train)
-    if test != "rest":
-        rest = np.sort(rng.choice(rest, int(test), replace=False))
-    return train, rest
+    """Sorted training rows (S, m) and, if n_test > 0, sorted test rows (S, n_test).
+
+    Stratified: k0 negatives, then m - k0 positives, each a uniform subset of its class.
+    Otherwise: a uniform m-subset of all rows, redrawn until it holds both classes.
+    A fixed-size test set is then a uniform subset of the rows left over."""
+    n = y.size
+    S = keys.size
+    train = np.empty((S, m), dtype=np.int64)
+    test = np.empty((S, max(n_test, 0)), dtype=np.int64)
+    taken = np.zeros(n, dtype=np.bool_)
+    picked = np.empty(max(n, 1), dtype=np.int64)
+    in_train = np.zeros(n, dtype=np.bool_)
+    rest = np.empty(n, dtype=np.int64)
+    state = np.empty(1, dtype=np.uint64)
+    scan = m * 32 > n  # sort the rows drawn, or (cheaper for large m) mark them and scan
+    for s in range(S):
+        state[0] = keys[s]
+        row = train[s]
+        if stratified:
+            streams.sample_without_replacement(state, negatives.size, k0, picked, taken)
+            for i in range(k0):
+                row[i] = negatives[picked[i]]
+            streams.sample_without_replacement(state, positives.size, m - k0, picked, taken)
+            for i in range(m - k0):
+                row[k0 + i] = positives[picked[i]]
+        else:
+            while True:
+                streams.sample_without_replacement(state, n, m, picked, taken)
+                n1 = 0
+                for i in range(m):
+                    n1 += y[picked[i]]
+                if 0 < n1 < m:
+                    break
+            row[:] = picked[:m]
+        if scan:
+            for i in range(m):
+                in_train[row[i]] = True
+            i = 0
+            for r in range(n):
+                if in_train[r]:
+                    row[i] = r
+                    i += 1
+                    in_train[r] = False
+        else:
+            row.sort()
+        if n_test > 0:
+            for i in range(m):
+                in_train[train[s, i]] = True
+            n_rest = 0
+            for r in range(n):
+                if not in_train[r]:
+                    rest[n_rest] = r
+                    n_rest += 1
+            for i in range(m):
+                in_train[train[s, i]] = False
+            streams.sample_without_replacement(state, n_rest, n_test, picked, taken)
+            for i in range(n_test):
+                test[s, i] = rest[picked[i]]
+            test[s].sort()
+    return train, test
+
+
+def _draw(
+    y: np.ndarray, m: int, seed: int, splits: range, policy: str, test: str | int
+) -> tuple[np.ndarray, np.ndarray]:
+    y = np.asarray(y, dtype=np.int64)
+    negatives, positives = np.flatnonzero(y == 0), np.flatnonzero(y == 1)
+    k0, _ = _stratified_counts(m, (negatives.size, positives.size))
+    keys = streams.stream_keys(seed, m, splits, stream=0)
+    n_test = 0 if test == "rest" else int(test)
+    return _draw_rows(keys, y, negatives, positives, k0, m, policy == "stratified", n_test)
 
 
 def draw_split(
@@ -85,7 +125,10 @@ def draw_split(
     test: str | int = "rest",
 ) -> tuple[np.ndarray, np.ndarray]:
     """Training and test row indices of split `split` at size `m` (both sorted)."""
-    return _split_rows(y, _classes(y), m, seed, split, policy, test)
+    train, test_rows = _draw(y, m, seed, range(split, split + 1), policy, test)
+    if test == "rest":
+        return train[0], _rest(len(y), train[0])
+    return train[0], test_rows[0]
 
 
 def draw_training_block(
@@ -93,8 +136,7 @@ def draw_training_block(
 ) -> np.ndarray:
     """Training indices (S, m) of a block of splits, the same rows as `draw_split` gives; with
     `test: rest` the test set is every other row, so no test mask is needed."""
-    classes = _classes(y)
-    return np.stack([_draw_train(split_rng(seed, m, s), y, classes, m, policy) for s in splits])
+    return _draw(y, m, seed, splits, policy, "rest")[0]
 
 
 def draw_block(
@@ -106,12 +148,13 @@ def draw_block(
     test: str | int = "rest",
 ) -> tuple[np.ndarray, np.ndarray]:
     """Training indices (S, m) and a test mask (S, n) for a block of split indices."""
-    classes = _classes(y)  # once per block, not once per split
-    train = np.empty((len(splits), m), dtype=np.int64)
+    train, test_rows = _draw(y, m, seed, splits, policy, test)
     test_mask = np.zeros((len(splits), len(y)), dtype=bool)
-    for row, s in enumerate(splits):
-        train[row], rest = _split_rows(y, classes, m, seed, s, policy, test)
-        test_mask[row, rest] = True
+    if test == "rest":
+        test_mask[:] = True
+        test_mask[np.arange(len(splits))[:, None], train] = False
+    else:
+        test_mask[np.arange(len(splits))[:, None], test_rows] = True
     return train, test_mask
 
 

@@ -1,10 +1,10 @@
 """Any number of workers and any backend give the same bytes.
 
-Every split is a pure function of (seed, m, split index) and the sampler's stream of (seed, m,
-block start), so a run's CSVs must not depend on --jobs, on loky vs. threads vs. dask, on a
-cluster genvdis starts itself or one it is pointed at, nor on the order tasks finish in.
+Every split's rows and every random draw of the sampler are pure functions of (seed, m, split
+index) (`streams`), so a run's CSVs must not depend on --jobs, on loky vs. threads vs. dask, on
+a cluster genvdis starts itself or one it is pointed at, nor on the order tasks finish in.
 Two panels: pima (continuous; at m = 10 most training sets are separable, so the
-hit-and-run sampler runs) and voting (discrete, every training set separable).
+version-space sampler runs) and voting (discrete, every training set separable).
 """
 
 from __future__ import annotations

@@ -17,7 +17,9 @@ from sklearn.naive_bayes import CategoricalNB
 from genvdis import hyperplanes
 from genvdis.config import parse_config
 from genvdis.models import LDA, LogisticRegression, NaiveBayes, build_model
+from genvdis.newton import Gathered, Masked, newton_logistic
 from genvdis.preprocessing import FeatureLayout
+from genvdis.streams import stream_keys
 
 LEVELS = (3, 4, 2)
 
@@ -256,8 +258,8 @@ def test_fit_batch_equals_separate_fits(label, make):
     (Sampled hyperplanes on separable sets are random draws: those must only separate.)"""
     X, y, layout, idx = _batch_problem()
     model = make(layout)
-    rngs = [np.random.default_rng(s) for s in range(len(idx))]
-    batch = model.fit_batch(model.encode(X), y, idx, rngs)
+    keys = stream_keys(0, 40, range(len(idx)), stream=1)
+    batch = model.fit_batch(model.encode(X), y, idx, keys)
     if label.startswith("lr_"):
         assert batch.separable[-2:].all() and not batch.separable[:-2].all()
     for s, rows in enumerate(idx):
@@ -337,8 +339,7 @@ def _sampler_errors(X: np.ndarray, y: np.ndarray, A_test: np.ndarray, chains: in
     `chains` independent chains (one draw each, as S splits of one batch), default settings."""
     model = LogisticRegression(FeatureLayout(X.shape[1]), separable="sample")
     idx = np.tile(np.arange(len(y)), (chains, 1))
-    rngs = [np.random.default_rng([0, s]) for s in range(chains)]
-    fit = model.fit_batch(model.encode(X), y, idx, rngs)
+    fit = model.fit_batch(model.encode(X), y, idx, stream_keys(0, len(y), range(chains), 1))
     assert fit.separable.all()
     Z = np.column_stack([fit.coef, fit.intercept])
     A = hyperplanes.signed_rows(X, y)
@@ -447,15 +448,54 @@ def test_sampler_with_a_short_warm_up_still_targets_the_uniform_law():
     chains = 4000
     separable, start = hyperplanes.max_margin(A)
     assert separable
-    rngs = [np.random.default_rng([1, s]) for s in range(chains)]
     draws = hyperplanes.sample_version_space(
         np.broadcast_to(A, (chains, *A.shape)).copy(),
         np.tile(start, (chains, 1)),
         iterations=12,
-        rngs=rngs,
+        keys=stream_keys(1, 15, range(chains), 1),
         warmup_bounces=3,
     )
     assert np.all(np.einsum("md,sd->sm", A, draws) > 0), "a draw violates a constraint"
     sampled = np.mean(draws @ A_test.T <= 0, axis=1)
     reference = _rejection_errors(A, A_test, 2_000_000, seed=1)
     _compare(sampled, reference)
+
+
+# --- the Newton solver --------------------------------------------------------------------------
+
+
+def test_masked_and_gathered_designs_give_the_same_fits():
+    """The two ways of laying out S training sets (rows copied out, or all rows weighted 0/1)
+    are one solver: same coefficients, same separability verdicts."""
+    rng = np.random.default_rng(11)
+    n = 90
+    X = np.column_stack([rng.uniform(size=(n, 3)), np.ones(n)])
+    y = _noisy_labels(rng, X[:, :3] @ [3.0, -2.0, 1.0] - 0.5)
+    idx = np.stack([np.sort(rng.choice(n, 40, replace=False)) for _ in range(7)])
+    mask = np.zeros((len(idx), n))
+    mask[np.arange(len(idx))[:, None], idx] = 1.0
+    penalty = np.zeros(4)
+    gathered = newton_logistic(
+        Gathered(X[idx], y[idx].astype(float)), penalty, stop_if_separating=True
+    )
+    masked = newton_logistic(Masked(X, y, mask), penalty, stop_if_separating=True)
+    np.testing.assert_allclose(masked.beta, gathered.beta, rtol=1e-7, atol=1e-9)
+    np.testing.assert_array_equal(masked.separating, gathered.separating)
+
+
+def test_a_far_maximum_is_reached_not_shrunk():
+    """Nearly separated data: the MLE exists but its slope is large and the likelihood flat
+    around it. The fit must be the MLE (scikit-learn's Newton solver at tol 1e-12), not a
+    point a small ridge would pull in."""
+    rng = np.random.default_rng(3)
+    x = np.sort(rng.uniform(size=400))
+    y = (x > 0.5).astype(int)
+    edge = int(np.searchsorted(x, 0.5))
+    y[edge - 1], y[edge] = 1, 0  # the two points nearest the boundary swapped: overlap, barely
+    X = x[:, None]
+    ours = LogisticRegression(FeatureLayout(1)).fit(X, y)
+    assert not ours.separable_
+    reference = SkLR(C=np.inf, solver="newton-cholesky", tol=1e-12, max_iter=1000).fit(X, y)
+    assert abs(reference.coef_[0, 0]) > 300  # a steep, far maximum (a 1e-8 ridge: 1e-3 off)
+    np.testing.assert_allclose(ours.coef_, reference.coef_[0], rtol=1e-6)
+    assert ours.intercept_ == pytest.approx(reference.intercept_[0], rel=1e-6)

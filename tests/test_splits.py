@@ -140,7 +140,7 @@ def test_error_counts_without_a_test_mask_equal_the_masked_ones():
     X = rng.uniform(size=(120, 3))
     y = (X @ [2.0, -1.0, 0.5] + 0.3 * rng.normal(size=120) > 0.6).astype(np.int64)
     layout = FeatureLayout(3)
-    data = EncodedData(layout.onehot(X), layout.onehot(X, drop_first=True), y)
+    data = EncodedData.encode(X, y, layout)
     models = [NaiveBayes(layout), LogisticRegression(layout)]
     for m in (6, 40):
         rest = run_block(data, models, m, range(0, 30), Protocol(1, "stratified", "rest"))
