@@ -31,6 +31,7 @@ from genvdis.preprocessing import FeatureLayout
 SAMPLER_BYTES = 64 * 2**20
 WARM_ROWS = 200
 MASKED_FRACTION = 0.25  # training sets this large a share of the data: `newton.Masked`
+MASKED_BYTES = 64 * 2**20  # ... unless its rows' pairwise products would take more memory
 GROUP_BYTES = 4 * 2**20  # a group of splits' training tensor stays in cache
 
 
@@ -263,6 +264,7 @@ class LogisticRegression(LinearModel):
         if not C > 0 or max_iter < 1 or not tol > 0 or mcmc_iterations < 1:
             raise ValueError("C and tol must be > 0; max_iter and mcmc_iterations >= 1")
         self.separable, self.C, self.mcmc_iterations = separable, float(C), int(mcmc_iterations)
+        self._masked: Masked | None = None
         self.max_iter, self.tol = int(max_iter), float(tol)
 
     def _newton(
@@ -289,10 +291,13 @@ class LogisticRegression(LinearModel):
         self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray
     ) -> BatchFit:
         S, m = idx.shape
-        if m >= MASKED_FRACTION * len(y):  # training sets cover much of the data
-            mask = np.zeros((S, len(y)))
+        n, width = len(y), Z.shape[1] + 1
+        if m >= MASKED_FRACTION * n and Masked.pairs_bytes(n, width) <= MASKED_BYTES:
+            mask = np.zeros((S, n))
             mask[np.arange(S)[:, None], idx] = 1.0
-            design: Design = Masked(np.column_stack([Z, np.ones(len(y))]), y, mask)
+            if self._masked is None:
+                self._masked = Masked(np.column_stack([Z, np.ones(n)]), y, mask)
+            design: Design = self._masked.with_mask(mask)
             start = None  # its iterations are cheap: a warm start costs more than it saves
         else:
             design = Gathered(_with_intercept(Z, idx), y[idx].astype(float))
@@ -334,6 +339,15 @@ class LogisticRegression(LinearModel):
             ridge = Gathered(_with_intercept(Z, idx[chosen]), y[idx[chosen]].astype(float))
             beta[chosen] = self._newton(ridge, strength).beta
         return BatchFit(beta[:, :-1], beta[:, -1], separable)
+
+    def fit_batch(
+        self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray | None = None
+    ) -> BatchFit:
+        self._masked = None  # the masked design's data, built once and shared by the groups
+        try:
+            return super().fit_batch(Z, y, idx, keys)
+        finally:
+            self._masked = None
 
 
 MODELS: dict[str, type[LinearModel]] = {

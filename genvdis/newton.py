@@ -93,7 +93,16 @@ class Masked:
         return self.X.shape[1]
 
     def take(self, rows: np.ndarray | slice) -> Masked:
-        return Masked(self.X, self.y[0], self.mask[rows], self.pairs)
+        return self.with_mask(self.mask[rows])
+
+    def with_mask(self, mask: np.ndarray) -> Masked:
+        """The same data and pairwise products for other problems (no recomputation)."""
+        return Masked(self.X, self.y[0], mask, self.pairs)
+
+    @staticmethod
+    def pairs_bytes(n: int, d: int) -> int:
+        """Memory of the pairwise products of n rows of width d."""
+        return 8 * n * d * (d + 1) // 2
 
     def labels(self, rows: np.ndarray | None = None) -> np.ndarray:
         return self.y
