@@ -25,13 +25,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from genvdis import hyperplanes, streams
-from genvdis.newton import Design, Gathered, Masked, NewtonFit, newton_logistic
+from genvdis.newton import Design, Gathered, Masked, NewtonFit, Sparse, newton_logistic
 from genvdis.preprocessing import FeatureLayout
 
 SAMPLER_BYTES = 64 * 2**20
 WARM_ROWS = 200
 MASKED_FRACTION = 0.25  # training sets this large a share of the data: `newton.Masked`
 MASKED_BYTES = 64 * 2**20  # ... unless its rows' pairwise products would take more memory
+SPARSE_MIN_WIDTH, SPARSE_DENSITY = 20, 0.3  # data this wide and sparse: `newton.Sparse`
 GROUP_BYTES = 4 * 2**20  # a group of splits' training tensor stays in cache
 
 
@@ -73,7 +74,7 @@ class LinearModel:
         independent, so the grouping changes no result."""
         if keys is None:
             keys = np.zeros(idx.shape[0], dtype=np.uint64)
-        size = max(1, GROUP_BYTES // (8 * idx.shape[1] * (Z.shape[1] + 1)))
+        size = self._group_size(Z, idx)
         if idx.shape[0] <= size:
             return self._fit_group(Z, y, idx, keys)
         fits = [
@@ -86,6 +87,10 @@ class LinearModel:
         self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray
     ) -> BatchFit:
         raise NotImplementedError
+
+    def _group_size(self, Z: np.ndarray, idx: np.ndarray) -> int:
+        """Splits per group: as many as keep the gathered training tensor in cache."""
+        return max(1, GROUP_BYTES // (8 * idx.shape[1] * (Z.shape[1] + 1)))
 
     def fit(self, X: np.ndarray, y: np.ndarray, random_state: int = 0) -> LinearModel:
         y = np.asarray(y, dtype=np.int64)
@@ -163,6 +168,9 @@ class NaiveBayes(LinearModel):
     discrete attributes. Both give log-odds linear in the one-hot data."""
 
     name = "naive_bayes"
+
+    def _group_size(self, Z: np.ndarray, idx: np.ndarray) -> int:
+        return idx.shape[0]  # one compiled pass over the rows: no tensor to keep in cache
 
     def __init__(
         self, layout: FeatureLayout, laplace: float = 1.0, var_smoothing: float = 1e-9
@@ -265,6 +273,7 @@ class LogisticRegression(LinearModel):
             raise ValueError("C and tol must be > 0; max_iter and mcmc_iterations >= 1")
         self.separable, self.C, self.mcmc_iterations = separable, float(C), int(mcmc_iterations)
         self._masked: Masked | None = None
+        self._sparse: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self.max_iter, self.tol = int(max_iter), float(tol)
 
     def _newton(
@@ -284,7 +293,10 @@ class LogisticRegression(LinearModel):
         if m < 2 * WARM_ROWS:
             return None
         sub = idx[:, :: m // WARM_ROWS]
-        design = Gathered(_with_intercept(Z, sub), y[sub].astype(float))
+        if self._sparse is not None:
+            design: Design = Sparse(self._sparse, Z.shape[1] + 1, sub, y[sub].astype(float))
+        else:
+            design = Gathered(_with_intercept(Z, sub), y[sub].astype(float))
         return self._newton(design, 0.0, max_iter=8, tol=1e-3).beta
 
     def _fit_group(
@@ -292,12 +304,15 @@ class LogisticRegression(LinearModel):
     ) -> BatchFit:
         S, m = idx.shape
         n, width = len(y), Z.shape[1] + 1
-        if m >= MASKED_FRACTION * n and Masked.pairs_bytes(n, width) <= MASKED_BYTES:
+        if self._sparse is not None:  # wide one-hot data
+            design: Design = Sparse(self._sparse, width, idx, y[idx].astype(float))
+            start = self._warm_start(Z, y, idx)
+        elif m >= MASKED_FRACTION * n and Masked.pairs_bytes(n, width) <= MASKED_BYTES:
             mask = np.zeros((S, n))
             mask[np.arange(S)[:, None], idx] = 1.0
             if self._masked is None:
                 self._masked = Masked(np.column_stack([Z, np.ones(n)]), y, mask)
-            design: Design = self._masked.with_mask(mask)
+            design = self._masked.with_mask(mask)
             start = None  # its iterations are cheap: a warm start costs more than it saves
         else:
             design = Gathered(_with_intercept(Z, idx), y[idx].astype(float))
@@ -340,14 +355,24 @@ class LogisticRegression(LinearModel):
             beta[chosen] = self._newton(ridge, strength).beta
         return BatchFit(beta[:, :-1], beta[:, -1], separable)
 
+    def _group_size(self, Z: np.ndarray, idx: np.ndarray) -> int:
+        if self._sparse is not None:  # no tensor: groups would only add Python overhead
+            return idx.shape[0]
+        return super()._group_size(Z, idx)
+
     def fit_batch(
         self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray | None = None
     ) -> BatchFit:
-        self._masked = None  # the masked design's data, built once and shared by the groups
+        # data shared by the groups, built once: the masked design's, and the sparse one's
+        # (used for all m when the data are mostly zeros, as wide one-hot codings are)
+        self._masked, self._sparse = None, None
+        Z1 = np.column_stack([Z, np.ones(len(y))])
+        if Z1.shape[1] >= SPARSE_MIN_WIDTH and np.count_nonzero(Z1) <= SPARSE_DENSITY * Z1.size:
+            self._sparse = Sparse.from_dense(Z1)
         try:
             return super().fit_batch(Z, y, idx, keys)
         finally:
-            self._masked = None
+            self._masked, self._sparse = None, None
 
 
 MODELS: dict[str, type[LinearModel]] = {

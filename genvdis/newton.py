@@ -10,7 +10,11 @@ small "design" interface with two implementations:
   (S, n) x (n, d(d+1)/2) product with the rows' pairwise products). Best when the training
   sets cover much of the data (pima at m = 600 of 768): ~2x faster there.
 
-Both give the same fits (up to rounding): the choice is the caller's, by speed.
+- `Sparse`: each split's training rows as indices into the data held sparse (CSR); products
+  loop over nonzeros only (compiled). Best for wide one-hot data: adult's discrete attributes
+  are 92 columns with 15 nonzeros a row, so a Hessian costs ~40x fewer multiplications.
+
+All give the same fits (up to rounding): the choice is the caller's, by speed.
 """
 
 from __future__ import annotations
@@ -19,10 +23,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from genvdis.streams import jit
+
 # Newton stops on a decrement (twice the distance to the minimum) below DECREMENT_TOL, or
 # after a full step taken from a decrement below QUADRATIC_TOL (see `newton_logistic`).
 DECREMENT_TOL = 1e-9
 QUADRATIC_TOL = 1e-7
+CREEP_DECREMENT, CREEP_FACTOR = 1e-2, 4.0  # see "creeping" in `_newton_group`
 SETTLED_STEP = 1e-4  # ... and a step this small (relative): not a flat, near-separated valley
 # Added to the Hessian's diagonal in the Newton solve only, not to the objective: where the
 # likelihood is flat in some direction (an attribute level absent from a training split) the
@@ -124,7 +131,94 @@ class Masked:
         return hess
 
 
-Design = Gathered | Masked
+@jit
+def _sparse_predictor(indptr, indices, values, idx, beta):
+    S, m = idx.shape
+    out = np.zeros((S, m))
+    for s in range(S):
+        for i in range(m):
+            r = idx[s, i]
+            total = 0.0
+            for a in range(indptr[r], indptr[r + 1]):
+                total += values[a] * beta[s, indices[a]]
+            out[s, i] = total
+    return out
+
+
+@jit
+def _sparse_gradient(indptr, indices, values, idx, residual, d):
+    S, m = idx.shape
+    out = np.zeros((S, d))
+    for s in range(S):
+        for i in range(m):
+            r, g = idx[s, i], residual[s, i]
+            for a in range(indptr[r], indptr[r + 1]):
+                out[s, indices[a]] += g * values[a]
+    return out
+
+
+@jit
+def _sparse_hessian(indptr, indices, values, idx, w, d):
+    S, m = idx.shape
+    out = np.zeros((S, d, d))
+    for s in range(S):
+        h = out[s]
+        for i in range(m):
+            r, wi = idx[s, i], w[s, i]
+            for a in range(indptr[r], indptr[r + 1]):
+                wa, ca = wi * values[a], indices[a]
+                for b in range(a, indptr[r + 1]):  # column indices ascend: upper triangle
+                    h[ca, indices[b]] += wa * values[b]
+        for j in range(d):
+            for k in range(j):
+                h[j, k] = h[k, j]
+    return out
+
+
+class Sparse:
+    """Problem s fits rows idx[s] (m,) of a sparse X (n, d) held as CSR (indptr, indices,
+    values, column indices ascending in each row); labels t[s] (m,)."""
+
+    def __init__(self, csr: tuple[np.ndarray, np.ndarray, np.ndarray], d: int,
+                 idx: np.ndarray, t: np.ndarray) -> None:  # fmt: skip
+        self.csr, self.d, self.idx, self.t = csr, d, idx, t
+
+    @classmethod
+    def from_dense(cls, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The CSR arrays of a dense X (n, d)."""
+        rows, cols = np.nonzero(X)
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=X.shape[0]))])
+        return indptr.astype(np.int64), cols.astype(np.int64), X[rows, cols]
+
+    @property
+    def problems(self) -> int:
+        return self.idx.shape[0]
+
+    @property
+    def width(self) -> int:
+        return self.d
+
+    def take(self, rows: np.ndarray | slice) -> Sparse:
+        return Sparse(self.csr, self.d, self.idx[rows], self.t[rows])
+
+    def labels(self, rows: np.ndarray | None = None) -> np.ndarray:
+        return self.t if rows is None else self.t[rows]
+
+    def weights_of(self, rows: np.ndarray | None = None) -> np.ndarray | None:
+        return None
+
+    def predictor(self, beta: np.ndarray) -> np.ndarray:
+        return _sparse_predictor(*self.csr, self.idx, np.ascontiguousarray(beta))
+
+    def gradient(self, residual: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        idx = self.idx if rows is None else self.idx[rows]
+        return _sparse_gradient(*self.csr, idx, np.ascontiguousarray(residual), self.d)
+
+    def hessian(self, w: np.ndarray) -> np.ndarray:
+        return _sparse_hessian(*self.csr, self.idx, np.ascontiguousarray(w), self.d)
+
+
+Design = Gathered | Masked | Sparse
 
 
 def _loss(
@@ -246,6 +340,27 @@ def _newton_group(
         if stuck.any():
             step[stuck] = 0.0
             new_eta[stuck], new_e[stuck], new_loss[stuck] = eta[stuck], e[stuck], loss[stuck]
+        # Creeping: a full step taken, a small decrement, yet a large move. That is a direction
+        # where the loss decays like e^-|w| (an attribute value seen in one class only) or a
+        # far, flat maximum: Newton then gains ~1 in |w| per iteration. Longer steps are tried
+        # while they lower the loss further, which only ever improves the iterate.
+        decrement = np.einsum("sd,sd->s", grad, delta)
+        relative = np.abs(delta).max(axis=1) / (1 + np.abs(bw + delta).max(axis=1))
+        creeping = np.flatnonzero(
+            (step == 1.0) & (decrement < CREEP_DECREMENT) & (relative > SETTLED_STEP)
+        )
+        for factor in (CREEP_FACTOR, CREEP_FACTOR**2):
+            if creeping.size == 0:
+                break
+            longer_eta = eta[creeping] + factor * direction[creeping]
+            longer_loss, longer_e = _loss(
+                design, longer_eta, bw[creeping] + factor * delta[creeping], penalty, creeping
+            )
+            better = longer_loss < new_loss[creeping]
+            creeping = creeping[better]
+            step[creeping] = factor
+            new_eta[creeping], new_e[creeping] = longer_eta[better], longer_e[better]
+            new_loss[creeping] = longer_loss[better]
         moved = step[:, None] * delta
         bw += moved
         eta, e, loss = new_eta, new_e, new_loss
@@ -253,7 +368,6 @@ def _newton_group(
         small, settled = change <= tol, change <= SETTLED_STEP
         # A quasi-separated direction (an attribute value seen in one class only) lets the
         # weights grow forever while the loss creeps down by e^-|w|: the decrement stops it.
-        decrement = np.einsum("sd,sd->s", grad, delta)
         done = small | (decrement < DECREMENT_TOL) | ~np.isfinite(loss)
         done |= (decrement < QUADRATIC_TOL) & (step == 1.0) & settled
         if stop_if_separating:

@@ -17,7 +17,7 @@ from sklearn.naive_bayes import CategoricalNB
 from genvdis import hyperplanes
 from genvdis.config import parse_config
 from genvdis.models import LDA, LogisticRegression, NaiveBayes, build_model
-from genvdis.newton import Gathered, Masked, newton_logistic
+from genvdis.newton import Gathered, Masked, Sparse, newton_logistic
 from genvdis.preprocessing import FeatureLayout
 from genvdis.streams import stream_keys
 
@@ -464,9 +464,9 @@ def test_sampler_with_a_short_warm_up_still_targets_the_uniform_law():
 # --- the Newton solver --------------------------------------------------------------------------
 
 
-def test_masked_and_gathered_designs_give_the_same_fits():
-    """The two ways of laying out S training sets (rows copied out, or all rows weighted 0/1)
-    are one solver: same coefficients, same separability verdicts."""
+def test_masked_sparse_and_gathered_designs_give_the_same_fits():
+    """The three ways of laying out S training sets (rows copied out, all rows weighted 0/1,
+    row indices into sparse data) are one solver: same coefficients, same separability."""
     rng = np.random.default_rng(11)
     n = 90
     X = np.column_stack([rng.uniform(size=(n, 3)), np.ones(n)])
@@ -479,8 +479,14 @@ def test_masked_and_gathered_designs_give_the_same_fits():
         Gathered(X[idx], y[idx].astype(float)), penalty, stop_if_separating=True
     )
     masked = newton_logistic(Masked(X, y, mask), penalty, stop_if_separating=True)
+    X[rng.uniform(size=X.shape) < 0.3] = 0.0  # some zeros, for the sparse layout to skip
+    gathered_zeros = newton_logistic(Gathered(X[idx], y[idx].astype(float)), penalty)
+    sparse = newton_logistic(
+        Sparse(Sparse.from_dense(X), X.shape[1], idx, y[idx].astype(float)), penalty
+    )
     np.testing.assert_allclose(masked.beta, gathered.beta, rtol=1e-7, atol=1e-9)
     np.testing.assert_array_equal(masked.separating, gathered.separating)
+    np.testing.assert_allclose(sparse.beta, gathered_zeros.beta, rtol=1e-7, atol=1e-9)
 
 
 def test_a_far_maximum_is_reached_not_shrunk():
