@@ -19,7 +19,7 @@ import numpy as np
 from genvdis import hyperplanes
 from genvdis.config import load_config
 from genvdis.engine import EncodedData, load_data
-from genvdis.models import LogisticRegression
+from genvdis.models import TINY_RIDGE, LogisticRegression
 from genvdis.newton import Gathered
 from genvdis.preprocessing import prepare
 from genvdis.splits import draw_block
@@ -42,9 +42,8 @@ def main() -> None:
         train, test = draw_block(y, m, config.seed, range(args.splits))
         Zt, yt = Z[train], y[train]
         X1 = np.concatenate([Zt, np.ones(Zt.shape[:2] + (1,))], axis=2)
-        fit = LogisticRegression(data.layout)._newton(
-            Gathered(X1, yt.astype(float)), 0.0, stop=True
-        )
+        design = Gathered(X1, yt.astype(float))
+        fit = LogisticRegression(data.layout)._newton(design, TINY_RIDGE, stop=True)
         start, separable = fit.beta, fit.separating
         A = hyperplanes.signed_rows(Zt, yt)[separable]
         Z1 = np.hstack([Z, np.ones((len(y), 1))])

@@ -28,6 +28,13 @@ from genvdis import hyperplanes, streams
 from genvdis.newton import Design, Gathered, Masked, NewtonFit, Sparse, newton_logistic
 from genvdis.preprocessing import FeatureLayout
 
+# A vanishing ridge, 1e-8 * |w|^2 / 2 (not on the intercept), in the likelihood's objective.
+# It makes the fit unique and finite where the maximum does not exist or is not unique:
+# quasi-complete separation (an attribute value seen in one class only: the weight would grow
+# forever, and the ridge stops it near 18) and attribute values absent from a training split
+# (the minimum-norm maximiser). Elsewhere it moves the fit by ~1e-8 relative, except where the
+# likelihood is nearly flat around a far maximum (docs/separable.md).
+TINY_RIDGE = 1e-8
 SAMPLER_BYTES = 64 * 2**20
 WARM_ROWS = 200
 MASKED_FRACTION = 0.25  # training sets this large a share of the data: `newton.Masked`
@@ -297,7 +304,7 @@ class LogisticRegression(LinearModel):
             design: Design = Sparse(self._sparse, Z.shape[1] + 1, sub, y[sub].astype(float))
         else:
             design = Gathered(_with_intercept(Z, sub), y[sub].astype(float))
-        return self._newton(design, 0.0, max_iter=8, tol=1e-3).beta
+        return self._newton(design, TINY_RIDGE, max_iter=8, tol=1e-3).beta
 
     def _fit_group(
         self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray
@@ -317,7 +324,7 @@ class LogisticRegression(LinearModel):
         else:
             design = Gathered(_with_intercept(Z, idx), y[idx].astype(float))
             start = self._warm_start(Z, y, idx)
-        fit = self._newton(design, 0.0, stop=True, start=start)
+        fit = self._newton(design, TINY_RIDGE, stop=True, start=start)
         beta, separable = fit.beta, fit.separating
         start = beta.copy()  # where the sampler starts: a separating Newton iterate, or the LP's
         from_lp = np.zeros(S, dtype=bool)  # start[s] is the max-margin solution

@@ -31,12 +31,6 @@ DECREMENT_TOL = 1e-9
 QUADRATIC_TOL = 1e-7
 CREEP_DECREMENT, CREEP_FACTOR = 1e-2, 4.0  # see "creeping" in `_newton_group`
 SETTLED_STEP = 1e-4  # ... and a step this small (relative): not a flat, near-separated valley
-# Added to the Hessian's diagonal in the Newton solve only, not to the objective: where the
-# likelihood is flat in some direction (an attribute level absent from a training split) the
-# step stays finite and the iterates stay in the row space of the design, so they converge to
-# the minimum-norm maximiser; the fixed point (gradient 0) is still the exact MLE. (A ridge in
-# the objective, even 1e-8, moves the MLE visibly when the likelihood is nearly flat.)
-DAMPING = 1e-8
 NEWTON_BYTES = 2**20  # a group of gathered problems whose design fits in a core's L2 cache
 
 
@@ -308,7 +302,7 @@ def _newton_group(
     rows, bw = np.arange(S), beta.copy()  # the problems not yet done, and their iterates
     eta = design.predictor(bw)
     loss, e = _loss(design, eta, bw, penalty)
-    diag = np.diag(penalty) + DAMPING * np.eye(d)
+    diag = np.diag(penalty)
     for _ in range(max_iter):
         weights, t = design.weights_of(), design.labels()
         p = np.where(eta >= 0, 1.0, e) / (1.0 + e)
