@@ -6,8 +6,12 @@ JOBS ?= 2
 SPLITS ?= 1000
 CONFIGS := $(filter-out configs/theory-%.yaml,$(wildcard configs/*.yaml))
 THEORY := $(wildcard configs/theory-*.yaml)
+# the examples whose results are committed (results/examples/): other rules for separable sets,
+# and a third model
+EXAMPLES := configs/examples/sonar-max-margin.yaml configs/examples/sonar-ridge.yaml \
+	configs/examples/ionosphere-three-models.yaml
 
-.PHONY: install test lint format all panels theory plot report bench clean
+.PHONY: install test lint format all panels examples theory plot report bench clean
 
 STAMP := $(VENV)/.installed
 
@@ -31,17 +35,21 @@ format:
 	$(BIN)/ruff format genvdis tests benchmarks
 	$(BIN)/ruff check --fix genvdis tests benchmarks
 
-# Every figure: the 15 panels (and other configs), the theory experiments, plots, report.
-all: panels theory plot report
+# Every figure: the 15 panels, the examples, the theory experiments, plots, report.
+all: panels examples theory plot report
 
 panels: $(STAMP)
 	$(BIN)/genvdis run $(CONFIGS) --splits $(SPLITS) --jobs $(JOBS)
+
+examples: $(STAMP)
+	$(BIN)/genvdis run $(EXAMPLES) --out results/examples --splits $(SPLITS) --jobs $(JOBS)
 
 theory: $(STAMP)
 	$(BIN)/genvdis theory $(THEORY) --jobs $(JOBS)
 
 plot: $(STAMP)
 	$(BIN)/genvdis plot results/
+	$(BIN)/genvdis plot results/examples/
 
 report: $(STAMP)
 	$(BIN)/genvdis report results/
