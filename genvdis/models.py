@@ -37,7 +37,7 @@ from genvdis.preprocessing import FeatureLayout
 TINY_RIDGE = 1e-8
 SAMPLER_BYTES = 64 * 2**20
 WARM_ROWS = 200
-MASKED_FRACTION = 0.25  # training sets this large a share of the data: `newton.Masked`
+MASKED_FRACTION = 0.45  # training sets this large a share of the data: `newton.Masked`
 MASKED_BYTES = 64 * 2**20  # ... unless its rows' pairwise products would take more memory
 SPARSE_MIN_WIDTH, SPARSE_DENSITY = 20, 0.3  # data this wide and sparse: `newton.Sparse`
 GROUP_BYTES = 4 * 2**20  # a group of splits' training tensor stays in cache

@@ -1,15 +1,16 @@
-"""Unpenalised (or ridge) logistic regression on S training sets at once, by batched Newton.
+"""Logistic regression (maximum likelihood, optionally with a ridge) on S training sets at once,
+by batched Newton.
 
 The solver only needs a few products with each problem's design, so it is written against a
-small "design" interface with two implementations:
+small "design" interface with three implementations:
 
 - `Gathered`: each split's training rows copied out, X (S, m, d); products are batched
   matrix-vector products and one batched X^T W X. Best when m is small next to the data.
 - `Masked`: every row of the data for every split, weighted 1 in its training set and 0
   elsewhere; products are single BLAS-3 calls on the shared data (the Hessians are one
   (S, n) x (n, d(d+1)/2) product with the rows' pairwise products). Best when the training
-  sets cover much of the data (pima at m = 600 of 768): ~2x faster there.
-
+  sets cover much of the data (pima at m = 600 of 768): ~2x faster there (it pays from about
+  m = 0.45 n on pima).
 - `Sparse`: each split's training rows as indices into the data held sparse (CSR); products
   loop over nonzeros only (compiled). Best for wide one-hot data: adult's discrete attributes
   are 92 columns with 15 nonzeros a row, so a Hessian costs ~40x fewer multiplications.
