@@ -54,8 +54,10 @@ plot: $(STAMP)
 report: $(STAMP)
 	$(BIN)/genvdis report results/
 
+# speed: engine vs the per-split scikit-learn loop, then where the engine's time goes
 bench: $(STAMP)
-	$(BIN)/python benchmarks/bench_engine.py
+	$(BIN)/python benchmarks/bench_engine.py --splits 250
+	$(BIN)/python benchmarks/profile_engine.py --splits 250
 
 clean:
 	rm -rf results/*/.checkpoints build dist *.egg-info .pytest_cache .ruff_cache
