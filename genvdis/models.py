@@ -53,10 +53,6 @@ class BatchFit:
 
     FIELDS = ("coef", "intercept", "separable")
 
-    def decision(self, Z: np.ndarray) -> np.ndarray:
-        """(n, S) log-odds of every row under every split's classifier."""
-        return Z @ self.coef.T + self.intercept
-
 
 class LinearModel:
     """fit / predict / decision_function on top of `fit_batch`, the way scikit-learn reads."""
@@ -120,13 +116,6 @@ class LinearModel:
 def _class_counts(y_train: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     n1 = y_train.sum(axis=1).astype(float)
     return y_train.shape[1] - n1, n1
-
-
-def _class_sums(X: np.ndarray, y_train: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per-split sums (S, d) of X (S, m, d) over the negative and over the positive training
-    rows: one batched product and one sum, the sufficient statistics of naive Bayes."""
-    positive = np.matmul(y_train[:, None, :], X)[:, 0]
-    return X.sum(axis=1) - positive, positive
 
 
 def _class_means(
