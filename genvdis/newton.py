@@ -31,7 +31,7 @@ from genvdis.streams import jit
 DECREMENT_TOL = 1e-9
 QUADRATIC_TOL = 1e-7
 CREEP_DECREMENT, CREEP_FACTOR = 1e-2, 4.0  # see "creeping" in `_newton_group`
-SETTLED_STEP = 1e-4  # ... and a step this small (relative): not a flat, near-separated valley
+SETTLED_STEP = 1e-4  # the quadratic stop also needs a step this small (relative to |beta|)
 NEWTON_BYTES = 2**20  # a group of gathered problems whose design fits in a core's L2 cache
 
 
@@ -42,8 +42,6 @@ def _matvec(M: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 class Gathered:
     """Problem s fits rows X[s] (m, d) with labels t[s] (m,) in {0, 1}."""
-
-    weights = None
 
     def __init__(self, X: np.ndarray, t: np.ndarray, XT: np.ndarray | None = None) -> None:
         self.X, self.t = X, t
@@ -255,8 +253,12 @@ def newton_logistic(
     by default). Converged problems are dropped; a step that does not lower the loss is
     halved, so every problem converges (the loss is strictly convex). A problem stops when its
     step is below `tol`, when its Newton decrement is below DECREMENT_TOL, or after a full step
-    taken from a decrement below QUADRATIC_TOL: Newton converges quadratically there, so that
-    step leaves a decrement of ~1e-14 (no iteration is spent confirming it). With
+    taken from a decrement below QUADRATIC_TOL that moved it by less than SETTLED_STEP: Newton
+    converges quadratically there, so that step leaves a decrement of ~1e-14 (no iteration is
+    spent confirming it; the step-size condition keeps a flat valley from passing for
+    convergence). A problem whose full steps move it far while the decrement is tiny is
+    creeping along a direction where the loss decays like e^-|w| (quasi-separation): it tries
+    steps CREEP_FACTOR and CREEP_FACTOR^2 times longer, kept only if they lower the loss. With
     `stop_if_separating`, a problem also stops as soon as its iterate classifies every training
     point correctly: that iterate proves the set separable, and the likelihood then has no
     maximum to converge to.
