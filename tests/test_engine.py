@@ -64,6 +64,31 @@ def test_count_errors_counts_per_split_and_model():
         assert got[k] == int(wrong[tested[:, k % S]].sum())
 
 
+def test_count_errors_decides_near_zero_decisions_in_double_precision():
+    """Single precision cannot tell x.w = +-1e-10 from 0 (its rounding is ~1e-7 here); the
+    count must be double's (whose rounding, ~1e-16, leaves those signs alone in any summation
+    order). Each classifier's boundary passes a hair to one side of a data row that 1 in 64
+    rows repeat."""
+    rng = np.random.default_rng(4)
+    X = rng.uniform(size=(64, 3))[rng.integers(0, 64, size=400)]
+    y = rng.integers(0, 2, 400)
+    data = EncodedData.encode(X, y, FeatureLayout(3, ()))
+    S = 4
+    classifiers = np.zeros((2 * S, 4))
+    for k in range(2 * S):
+        w = rng.normal(size=3)
+        classifiers[k] = [*w, -(X[rng.integers(400)] @ w) + (-1) ** k * 1e-10]
+    Z1 = np.column_stack([data.onehot, np.ones(400)])
+    tested = np.ones((400, S), dtype=bool)
+    for scale in (1.0, 2.0**990):  # the second beyond single's range: counted in double
+        got = count_errors(data, scale * classifiers, tested)
+        for k in range(2 * S):
+            decision = Z1 @ (scale * classifiers[k])
+            assert got[k] == int(((decision > 0) != y.astype(bool)).sum()), (scale, k)
+        near = (np.abs(Z1 @ classifiers.T) < 1e-9).sum(axis=0)
+        assert (near >= 2).all()  # every classifier has rows on its knife edge
+
+
 @pytest.mark.parametrize("m", [8, 40, 110])  # separable (sampler), gathered, masked designs
 def test_results_do_not_depend_on_how_splits_are_grouped(m):
     X, y, layout = _mixed_data(seed=3)
