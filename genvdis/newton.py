@@ -4,8 +4,10 @@ by batched Newton.
 The solver only needs a few products with each problem's design, so it is written against a
 small "design" interface with three implementations:
 
-- `Gathered`: each split's training rows copied out, X (S, m, d); products are batched
-  matrix-vector products and one batched X^T W X. Best when m is small next to the data.
+- `Gathered`: each split's training rows copied out, feature-major (S, d, m); a compiled
+  kernel takes each problem's Newton step in one visit to its rows (one pass scales them, one
+  BLAS product gives X^T W X and the gradient, one pass after the solve gives the new linear
+  predictors). Best when m is small next to the data.
 - `Masked`: every row of the data for every split, weighted 1 in its training set and 0
   elsewhere; products are single BLAS-3 calls on the shared data (the Hessians are one
   (S, n) x (n, d(d+1)/2) product with the rows' pairwise products). Best when the training
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from genvdis.streams import jit
@@ -32,7 +35,9 @@ DECREMENT_TOL = 1e-9
 QUADRATIC_TOL = 1e-7
 CREEP_DECREMENT, CREEP_FACTOR = 1e-2, 4.0  # see "creeping" in `_newton_group`
 SETTLED_STEP = 1e-4  # the quadratic stop also needs a step this small (relative to |beta|)
-NEWTON_BYTES = 2**20  # a group of gathered problems whose design fits in a core's L2 cache
+# Gathered problems per group: larger groups share each iteration's fixed cost (~0.1 ms of
+# Python) over more problems, smaller ones stay in cache; 4 MB of design measured fastest.
+NEWTON_BYTES = 4 * 2**20
 
 
 def _matvec(M: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -40,23 +45,244 @@ def _matvec(M: np.ndarray, v: np.ndarray) -> np.ndarray:
     return np.matmul(M, v[:, :, None])[:, :, 0]
 
 
-class Gathered:
-    """Problem s fits rows X[s] (m, d) with labels t[s] (m,) in {0, 1}."""
+class _Products:
+    """What Newton needs from a design (a Newton step, losses, the margin bound's sums), from
+    its three products `predictor`, `gradient` and `hessian`; `Gathered` fuses them."""
 
-    def __init__(self, X: np.ndarray, t: np.ndarray, XT: np.ndarray | None = None) -> None:
-        self.X, self.t = X, t
-        self.XT = np.ascontiguousarray(np.swapaxes(X, 1, 2)) if XT is None else XT
+    def derivatives(self, eta: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The log-likelihood's gradient X^T (t - p) and the Hessian X^T W X of its negative,
+        at linear predictors eta with e = exp(-|eta|)."""
+        p = np.where(eta >= 0, 1.0, e) / (1.0 + e)
+        residual, w = self.labels() - p, p * (1.0 - p)
+        weights = self.weights_of()
+        if weights is not None:
+            residual, w = residual * weights, w * weights
+        return self.gradient(residual), self.hessian(w)
+
+    def newton_step(
+        self, eta: np.ndarray, e: np.ndarray, beta: np.ndarray, penalty: np.ndarray
+    ) -> tuple[np.ndarray, ...]:
+        """From iterates beta (S, d) with linear predictors eta (e = exp(-|eta|)): the penalised
+        log-likelihood's gradient g, the Newton step H^-1 g, and what `advance` gives for it."""
+        score, hess = self.derivatives(eta, e)
+        grad = score - penalty * beta
+        delta = _newton_direction(hess + np.diag(penalty), grad)
+        return (grad, delta, *self.advance(eta, delta))
+
+    def residual_sums(
+        self, eta: np.ndarray, e: np.ndarray, rows: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """For problems `rows`: X^T r and sum |r|, r = t - p the (weighted) residual at linear
+        predictors eta with e = exp(-|eta|); what the margin bound is made of."""
+        residual = self.labels(rows) - np.where(eta >= 0, 1.0, e) / (1.0 + e)
+        weights = self.weights_of(rows)
+        if weights is not None:
+            residual *= weights
+        return self.gradient(residual, rows), np.abs(residual).sum(axis=1)
+
+    def advance(
+        self, eta: np.ndarray, delta: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """A full step delta (S, d) from linear predictors eta: the change X delta, the new
+        predictors, the negative log-likelihood there and its exp(-|eta|)."""
+        direction = self.predictor(delta)
+        new_eta = eta + direction
+        nll, e = self.nll(new_eta)
+        return direction, new_eta, nll, e
+
+    def nll(self, eta: np.ndarray, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The negative log-likelihood at linear predictors eta (S, rows), and exp(-|eta|), from
+        which the fitted probabilities follow without another exponential.
+        log(1 + e^eta) = max(eta, 0) + log(1 + e^-|eta|): numpy's SIMD exp and log are ~20x
+        faster than logaddexp, and dropping log1p's last bits for tiny e^-|eta| costs < 1e-16."""
+        t, weights = self.labels(rows), self.weights_of(rows)
+        if weights is None:
+            return _sum_nll(*_nll_terms(eta, t))
+        e = np.exp(-np.abs(eta))
+        terms = (np.maximum(eta, 0.0) + np.log(1.0 + e) - t * eta) * weights
+        return terms.sum(axis=1), e
+
+
+# The kernels below loop over a problem's rows innermost, over contiguous memory, so LLVM
+# vectorises them; that needs the division's zero check off (numpy's error model: 1/0 is inf,
+# as in numpy) and lets it fuse multiply-adds. No other fast-math: NaN and inf keep their
+# meaning. Exponentials and logarithms stay in numpy, whose SIMD versions cost ~1 ns a number
+# against ~6 ns for numba's scalar ones.
+_vector_jit = numba.njit(cache=True, nogil=True, fastmath={"contract"}, error_model="numpy")
+
+
+@_vector_jit
+def _nll_terms(eta, t):
+    """-|eta| (for numpy to exponentiate) and the loss terms that need no logarithm,
+    max(eta, 0) - t eta, in one pass."""
+    minus_abs, linear = np.empty(eta.shape), np.empty(eta.shape)
+    for a in range(eta.shape[0]):
+        for i in range(eta.shape[1]):
+            v = eta[a, i]
+            minus_abs[a, i] = -abs(v)
+            linear[a, i] = max(v, 0.0) - t[a, i] * v
+    return minus_abs, linear
+
+
+@_vector_jit
+def _shifted_terms(eta, direction, rows, factor, t):
+    """For problems rows: eta + factor * direction, and its `_nll_terms`, in one pass."""
+    shifted = np.empty((rows.size, eta.shape[1]))
+    minus_abs, linear = np.empty(shifted.shape), np.empty(shifted.shape)
+    for a in range(rows.size):
+        r, f = rows[a], factor[a]
+        for i in range(eta.shape[1]):
+            v = eta[r, i] + f * direction[r, i]
+            shifted[a, i] = v
+            minus_abs[a, i] = -abs(v)
+            linear[a, i] = max(v, 0.0) - t[a, i] * v
+    return shifted, minus_abs, linear
+
+
+def _sum_nll(minus_abs: np.ndarray, linear: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The negative log-likelihood from `_nll_terms`, and exp(-|eta|) (in minus_abs' place)."""
+    e = np.exp(minus_abs, out=minus_abs)
+    return linear.sum(axis=1) + np.log(1.0 + e).sum(axis=1), e
+
+
+@_vector_jit
+def _separates(eta, t, weights):
+    """Whether each problem's predictor eta (S, n) classifies all its rows correctly (rows of
+    weight 0 aside; labels t (S or 1, n)). A problem's check stops at its first mistake,
+    within a few rows on all but (nearly) separable sets."""
+    out = np.ones(eta.shape[0], dtype=np.bool_)
+    for a in range(eta.shape[0]):
+        ta = t[a if t.shape[0] > 1 else 0]
+        for i in range(eta.shape[1]):
+            if (eta[a, i] > 0) != (ta[i] > 0) and (weights is None or weights[a, i] != 0):
+                out[a] = False
+                break
+    return out
+
+
+@_vector_jit
+def _combine(x: np.ndarray, coef: np.ndarray, out: np.ndarray) -> None:
+    """out = coef @ x for one feature-major design x (d, m)."""
+    c = coef[0]
+    for i in range(x.shape[1]):
+        out[i] = c * x[0, i]
+    for j in range(1, x.shape[0]):
+        c = coef[j]
+        for i in range(x.shape[1]):
+            out[i] += c * x[j, i]
+
+
+@_vector_jit
+def _gathered_predictor(XT, problems, beta):
+    """X beta for feature-major designs XT[problems] (S, d, m)."""
+    out = np.empty((problems.size, XT.shape[2]))
+    for a in range(problems.size):
+        _combine(XT[problems[a]], beta[a], out[a])
+    return out
+
+
+@_vector_jit
+def _scaled_rows(x, t, eta, e, scaled, w):
+    """For one feature-major design x (d, m): scaled[:d] = x w and scaled[d] = t - p, with p
+    and w = p (1 - p) from eta and e = exp(-|eta|). With q = 1 / (1 + e), p is q or e q (eta
+    >= 0 or not) and w = e q^2, which keeps its relative accuracy where p is near 1."""
+    d, m = x.shape
+    residual = scaled[d]
+    for i in range(m):
+        q = 1.0 / (1.0 + e[i])
+        below = e[i] * q
+        w[i] = below * q
+        residual[i] = t[i] - (q if eta[i] >= 0 else below)
+    for j in range(d):
+        for i in range(m):
+            scaled[j, i] = x[j, i] * w[i]
+
+
+@_vector_jit
+def _gathered_residuals(XT, problems, t, eta, e):
+    """For `_Products.residual_sums` on feature-major designs: the residuals t - p and X^T of
+    them (problems and t, eta, e aligned)."""
+    gradient, residual = np.empty((problems.size, XT.shape[1])), np.empty(eta.shape)
+    for a in range(problems.size):
+        for i in range(eta.shape[1]):
+            residual[a, i] = t[a, i] - (1.0 if eta[a, i] >= 0 else e[a, i]) / (1.0 + e[a, i])
+        gradient[a] = np.dot(XT[problems[a]], residual[a])
+    return gradient, residual
+
+
+@_vector_jit
+def _gathered_step(XT, problems, t, eta, e, beta, penalty):
+    """`_Products.newton_step` for feature-major designs, up to the exponential and logarithm
+    (the new predictors' `_nll_terms` instead), one problem at a time so that its rows are
+    fetched once and reused from cache: one pass scales them, one BLAS product gives
+    [X^T W X; (t - p)^T X], a pass after the solve gives X delta and the new predictors.
+    singular[s] where H is numerically singular: the caller then takes the step (hess is
+    returned for it); that problem's other outputs are left 0."""
+    S, d, m = problems.size, XT.shape[1], XT.shape[2]
+    grad, delta = np.empty((S, d)), np.zeros((S, d))
+    hess, singular = np.empty((S, d, d)), np.zeros(S, dtype=np.bool_)
+    direction, new_eta = np.empty((S, m)), np.empty((S, m))
+    minus_abs, linear = np.empty((S, m)), np.empty((S, m))
+    scaled, w = np.empty((d + 1, m)), np.empty(m)
+    for a in range(S):
+        x = XT[problems[a]]
+        _scaled_rows(x, t[a], eta[a], e[a], scaled, w)
+        both = np.dot(scaled, x.T)
+        for j in range(d):
+            grad[a, j] = both[d, j] - penalty[j] * beta[a, j]
+            hess[a, j] = both[j]
+            hess[a, j, j] += penalty[j]
+        singular[a] = _solve_into(hess[a], grad[a], delta[a])
+        if singular[a]:
+            direction[a], new_eta[a], minus_abs[a], linear[a] = 0.0, 0.0, 0.0, 0.0
+            continue
+        _combine(x, delta[a], direction[a])
+        for i in range(m):
+            v = eta[a, i] + direction[a, i]
+            new_eta[a, i] = v
+            minus_abs[a, i] = -abs(v)
+            linear[a, i] = max(v, 0.0) - t[a, i] * v
+    return grad, delta, singular, hess, direction, new_eta, minus_abs, linear
+
+
+class Gathered(_Products):
+    """Problem s fits rows X[s] (m, d) with labels t[s] (m,) in {0, 1}.
+
+    The rows are held feature-major, XT (S, d, m), for the compiled kernels, and `take` keeps
+    them in place (it only narrows `problems`, the problems' positions in XT): dropping
+    converged problems copies no design."""
+
+    def __init__(self, X: np.ndarray, t: np.ndarray) -> None:
+        self._hold(np.ascontiguousarray(np.swapaxes(X, 1, 2)), t, np.arange(len(t)))
+
+    @classmethod
+    def feature_major(
+        cls, XT: np.ndarray, t: np.ndarray, problems: np.ndarray | None = None
+    ) -> Gathered:
+        """The design of rows already held feature-major, XT (S, d, m) C-contiguous; problems
+        (S',) says which of them (all by default) with labels t (S', m)."""
+        design = cls.__new__(cls)
+        design._hold(XT, t, np.arange(len(t)) if problems is None else problems)
+        return design
+
+    def _hold(self, XT: np.ndarray, t: np.ndarray, problems: np.ndarray) -> None:
+        self.XT, self.t, self.problems_at = XT, t, problems
 
     @property
     def problems(self) -> int:
-        return self.X.shape[0]
+        return self.problems_at.size
 
     @property
     def width(self) -> int:
-        return self.X.shape[2]
+        return self.XT.shape[1]
+
+    @property
+    def m(self) -> int:
+        """Training rows per problem."""
+        return self.XT.shape[2]
 
     def take(self, rows: np.ndarray | slice) -> Gathered:
-        return Gathered(self.X[rows], self.t[rows], self.XT[rows])
+        return Gathered.feature_major(self.XT, self.t[rows], self.problems_at[rows])
 
     def labels(self, rows: np.ndarray | None = None) -> np.ndarray:
         return self.t if rows is None else self.t[rows]
@@ -64,17 +290,44 @@ class Gathered:
     def weights_of(self, rows: np.ndarray | None = None) -> np.ndarray | None:
         return None
 
+    def _designs(self, rows: np.ndarray | None) -> np.ndarray:
+        return self.XT[self.problems_at if rows is None else self.problems_at[rows]]
+
     def predictor(self, beta: np.ndarray) -> np.ndarray:
-        return _matvec(self.X, beta)
+        return _gathered_predictor(self.XT, self.problems_at, np.ascontiguousarray(beta))
 
     def gradient(self, residual: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
-        return _matvec(self.XT if rows is None else self.XT[rows], residual)
+        return _matvec(self._designs(rows), residual)
 
     def hessian(self, w: np.ndarray) -> np.ndarray:
-        return (self.XT * w[:, None, :]) @ self.X
+        XT = self._designs(None)
+        return (XT * w[:, None, :]) @ np.swapaxes(XT, 1, 2)
+
+    def newton_step(
+        self, eta: np.ndarray, e: np.ndarray, beta: np.ndarray, penalty: np.ndarray
+    ) -> tuple[np.ndarray, ...]:
+        """`_Products.newton_step`, compiled (`_gathered_step`)."""
+        grad, delta, singular, hess, direction, new_eta, minus_abs, linear = _gathered_step(
+            self.XT, self.problems_at, self.t, eta, e, np.ascontiguousarray(beta), penalty
+        )
+        nll, new_e = _sum_nll(minus_abs, linear)
+        if singular.any():  # rare: the pseudo-inverse's step, and the generic products
+            at = np.flatnonzero(singular)
+            delta[at] = _pseudo_inverse_steps(hess[at], grad[at])
+            direction[at], new_eta[at], nll[at], new_e[at] = self.take(at).advance(
+                eta[at], delta[at]
+            )
+        return grad, delta, direction, new_eta, nll, new_e
+
+    def residual_sums(
+        self, eta: np.ndarray, e: np.ndarray, rows: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        at = self.problems_at[rows]
+        gradient, residual = _gathered_residuals(self.XT, at, self.t[rows], eta, e)
+        return gradient, np.abs(residual).sum(axis=1)
 
 
-class Masked:
+class Masked(_Products):
     """Problem s fits every row of X (n, d), weighted mask[s] (n,) in {0, 1}; labels y (n,)."""
 
     def __init__(self, X: np.ndarray, y: np.ndarray, mask: np.ndarray, pairs=None) -> None:
@@ -168,7 +421,7 @@ def _sparse_hessian(indptr, indices, values, idx, w, d):
     return out
 
 
-class Sparse:
+class Sparse(_Products):
     """Problem s fits rows idx[s] (m,) of a sparse X (n, d) held as CSR (indptr, indices,
     values, column indices ascending in each row); labels t[s] (m,)."""
 
@@ -214,19 +467,73 @@ class Sparse:
 Design = Gathered | Masked | Sparse
 
 
-def _loss(
-    design: Design, eta: np.ndarray, beta: np.ndarray, penalty: np.ndarray, rows=None
-) -> tuple[np.ndarray, np.ndarray]:
-    """The penalised negative log-likelihood at linear predictors eta (S, rows), and
-    exp(-|eta|), from which the fitted probabilities follow without another exponential.
-    log(1 + e^eta) = max(eta, 0) + log(1 + e^-|eta|): numpy's SIMD exp and log are ~20x
-    faster than logaddexp, and dropping log1p's last bits for tiny e^-|eta| costs < 1e-16."""
-    e = np.exp(-np.abs(eta))
-    terms = np.maximum(eta, 0.0) + np.log(1.0 + e) - design.labels(rows) * eta
-    weights = design.weights_of(rows)
-    if weights is not None:
-        terms *= weights
-    return terms.sum(axis=1) + 0.5 * (penalty * beta**2).sum(axis=1), e
+def _along(
+    design: Design, eta: np.ndarray, direction: np.ndarray, rows: np.ndarray, factor: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For problems rows, predictors eta + factor * direction (a trial step), the negative
+    log-likelihood there and exp(-|eta|)."""
+    t, weights = design.labels(rows), design.weights_of(rows)
+    if weights is None:
+        shifted, minus_abs, linear = _shifted_terms(eta, direction, rows, factor, t)
+        return (shifted, *_sum_nll(minus_abs, linear))
+    shifted = eta[rows] + factor[:, None] * direction[rows]
+    return (shifted, *design.nll(shifted, rows))
+
+
+def _penalty(beta: np.ndarray, penalty: np.ndarray) -> np.ndarray:
+    return 0.5 * ((beta * beta) @ penalty)
+
+
+@jit
+def _solve_into(A: np.ndarray, b: np.ndarray, x: np.ndarray) -> bool:
+    """x with A x = b, by Gaussian elimination with partial pivoting (LAPACK's dgesv, without
+    numpy's ~1 us a call); True, and x untouched, where a pivot is exactly 0 (A is
+    numerically singular), the case where LAPACK gives up."""
+    d = b.size
+    U, v = A.copy(), b.copy()
+    for k in range(d):
+        p = k
+        for i in range(k + 1, d):
+            if abs(U[i, k]) > abs(U[p, k]):
+                p = i
+        if U[p, k] == 0.0:
+            return True
+        if p != k:
+            for j in range(d):
+                U[k, j], U[p, j] = U[p, j], U[k, j]
+            v[k], v[p] = v[p], v[k]
+        for i in range(k + 1, d):
+            f = U[i, k] / U[k, k]
+            for j in range(k + 1, d):
+                U[i, j] -= f * U[k, j]
+            v[i] -= f * v[k]
+    for k in range(d - 1, -1, -1):
+        total = v[k]
+        for j in range(k + 1, d):
+            total -= U[k, j] * x[j]
+        x[k] = total / U[k, k]
+    return False
+
+
+@jit
+def _solve(A: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`_solve_into` for each of S systems: x (S, d), and singular (S,)."""
+    x, singular = np.zeros(b.shape), np.zeros(b.shape[0], dtype=np.bool_)
+    for s in range(b.shape[0]):
+        singular[s] = _solve_into(A[s], b[s], x[s])
+    return x, singular
+
+
+def _pseudo_inverse_steps(hess: np.ndarray, grad: np.ndarray) -> np.ndarray:
+    return np.einsum("sde,se->sd", np.linalg.pinv(hess), grad)
+
+
+def _newton_direction(hess: np.ndarray, grad: np.ndarray) -> np.ndarray:
+    """The Newton steps H^-1 g; the pseudo-inverse's where H is numerically singular."""
+    delta, singular = _solve(hess, grad)
+    if singular.any():
+        delta[singular] = _pseudo_inverse_steps(hess[singular], grad[singular])
+    return delta
 
 
 @dataclass
@@ -246,6 +553,7 @@ def newton_logistic(
     tol: float = 1e-8,
     stop_if_separating: bool = False,
     start: np.ndarray | None = None,
+    stop_unseparated_after: int | None = None,
 ) -> NewtonFit:
     """Batched Newton-Raphson (IRLS) with backtracking, for S problems at once.
 
@@ -261,19 +569,22 @@ def newton_logistic(
     steps CREEP_FACTOR and CREEP_FACTOR^2 times longer, kept only if they lower the loss. With
     `stop_if_separating`, a problem also stops as soon as its iterate classifies every training
     point correctly: that iterate proves the set separable, and the likelihood then has no
-    maximum to converge to.
+    maximum to converge to. With `stop_unseparated_after` = k, problems whose k-th iterate
+    does not classify every training point correctly stop there (for warm starts, see
+    `models.LogisticRegression._warm_start`).
 
     Gathered problems are solved in groups small enough to stay in cache (out of cache each
     iteration is ~2x slower); problems are independent, so the grouping changes no result.
     """
     size = design.problems
     if isinstance(design, Gathered):
-        size = max(1, NEWTON_BYTES // (8 * design.X.shape[1] * design.width))
+        size = max(1, NEWTON_BYTES // (8 * design.m * design.width))
+    rules = (max_iter, tol, stop_if_separating, stop_unseparated_after)
     if design.problems <= size:
-        return _newton_group(design, penalty, max_iter, tol, stop_if_separating, start)
+        return _newton_group(design, penalty, *rules, start)
     fits = [
         _newton_group(
-            design.take(slice(g, g + size)), penalty, max_iter, tol, stop_if_separating,
+            design.take(slice(g, g + size)), penalty, *rules,
             None if start is None else start[g : g + size],
         )
         for g in range(0, design.problems, size)
@@ -291,6 +602,7 @@ def _newton_group(
     max_iter: int,
     tol: float,
     stop_if_separating: bool,
+    stop_unseparated_after: int | None,
     start: np.ndarray | None,
 ) -> NewtonFit:
     """`newton_logistic` on one group. Each iteration costs two products with the design, one
@@ -304,36 +616,26 @@ def _newton_group(
     bound = np.full(S, np.inf)
     rows, bw = np.arange(S), beta.copy()  # the problems not yet done, and their iterates
     eta = design.predictor(bw)
-    loss, e = _loss(design, eta, bw, penalty)
-    diag = np.diag(penalty)
-    for _ in range(max_iter):
+    loss, e = design.nll(eta)
+    loss += _penalty(bw, penalty)
+    for iteration in range(1, max_iter + 1):
         weights, t = design.weights_of(), design.labels()
-        p = np.where(eta >= 0, 1.0, e) / (1.0 + e)
-        residual, w = t - p, p * (1.0 - p)
-        if weights is not None:
-            residual, w = residual * weights, w * weights
-        grad = design.gradient(residual) - penalty * bw
-        hess = design.hessian(w) + diag
-        try:
-            delta = np.linalg.solve(hess, grad[..., None])[..., 0]
-        except np.linalg.LinAlgError:  # numerically singular: fall back to the pseudo-inverse
-            delta = np.einsum("sde,se->sd", np.linalg.pinv(hess), grad)
-        direction = design.predictor(delta)
+        grad, delta, direction, new_eta, new_nll, new_e = design.newton_step(eta, e, bw, penalty)
+        full_step = bw + delta
+        new_loss = new_nll + _penalty(full_step, penalty)
+        ceiling = loss + 1e-12 * np.abs(loss)  # what a step must not exceed
         step = np.ones(rows.size)
-        new_eta = eta + direction
-        new_loss, new_e = _loss(design, new_eta, bw + delta, penalty)
         for _ in range(30):
-            worse = np.flatnonzero(new_loss > loss + 1e-12 * np.abs(loss))
+            worse = np.flatnonzero(new_loss > ceiling)
             if worse.size == 0:
                 break
             step[worse] /= 2
-            new_eta[worse] = eta[worse] + step[worse, None] * direction[worse]
-            new_loss[worse], new_e[worse] = _loss(
-                design, new_eta[worse], bw[worse] + step[worse, None] * delta[worse], penalty,
-                worse,
-            )  # fmt: skip
+            new_eta[worse], new_loss[worse], new_e[worse] = _along(
+                design, eta, direction, worse, step[worse]
+            )
+            new_loss[worse] += _penalty(bw[worse] + step[worse, None] * delta[worse], penalty)
         # a step that lowers the loss by nothing after 30 halvings: stay (and stop, below)
-        stuck = new_loss > loss + 1e-12 * np.abs(loss)
+        stuck = new_loss > ceiling
         if stuck.any():
             step[stuck] = 0.0
             new_eta[stuck], new_e[stuck], new_loss[stuck] = eta[stuck], e[stuck], loss[stuck]
@@ -342,50 +644,43 @@ def _newton_group(
         # far, flat maximum: Newton then gains ~1 in |w| per iteration. Longer steps are tried
         # while they lower the loss further, which only ever improves the iterate.
         decrement = np.einsum("sd,sd->s", grad, delta)
-        relative = np.abs(delta).max(axis=1) / (1 + np.abs(bw + delta).max(axis=1))
+        longest = np.abs(delta).max(axis=1)
+        relative = longest / (1 + np.abs(full_step).max(axis=1))
         creeping = np.flatnonzero(
             (step == 1.0) & (decrement < CREEP_DECREMENT) & (relative > SETTLED_STEP)
         )
         for factor in (CREEP_FACTOR, CREEP_FACTOR**2):
             if creeping.size == 0:
                 break
-            longer_eta = eta[creeping] + factor * direction[creeping]
-            longer_loss, longer_e = _loss(
-                design, longer_eta, bw[creeping] + factor * delta[creeping], penalty, creeping
+            longer_eta, longer_loss, longer_e = _along(
+                design, eta, direction, creeping, np.full(creeping.size, factor)
             )
+            longer_loss += _penalty(bw[creeping] + factor * delta[creeping], penalty)
             better = longer_loss < new_loss[creeping]
             creeping = creeping[better]
             step[creeping] = factor
             new_eta[creeping], new_e[creeping] = longer_eta[better], longer_e[better]
             new_loss[creeping] = longer_loss[better]
-        moved = step[:, None] * delta
-        bw += moved
+        bw += step[:, None] * delta
         eta, e, loss = new_eta, new_e, new_loss
-        change = np.abs(moved).max(axis=1) / (1 + np.abs(bw).max(axis=1))
+        change = step * longest / (1 + np.abs(bw).max(axis=1))  # the move, relative
         small, settled = change <= tol, change <= SETTLED_STEP
         # A quasi-separated direction (an attribute value seen in one class only) lets the
         # weights grow forever while the loss creeps down by e^-|w|: the decrement stops it.
         done = small | (decrement < DECREMENT_TOL) | ~np.isfinite(loss)
         done |= (decrement < QUADRATIC_TOL) & (step == 1.0) & settled
         if stop_if_separating:
-            correct = (eta > 0) == (t > 0)
-            if weights is not None:
-                correct |= weights == 0
-            split = correct.all(axis=1)
+            split = _separates(eta, t, weights)
             separating[rows] = split
             done |= split
+        if iteration == stop_unseparated_after:
+            done |= ~_separates(eta, t, weights)
         beta[rows] = bw
         if not done.any():
             continue
         finished = np.flatnonzero(done)
-        f_eta, f_e = eta[finished], e[finished]
-        f_res = design.labels(finished) - np.where(f_eta >= 0, 1.0, f_e) / (1.0 + f_e)
-        if weights is not None:
-            f_res *= weights[finished]
-        gradient = design.gradient(f_res, finished)
-        bound[rows[finished]] = np.abs(gradient).sum(axis=1) / np.maximum(
-            np.abs(f_res).sum(axis=1), 1e-300
-        )
+        gradient, total = design.residual_sums(eta[finished], e[finished], finished)
+        bound[rows[finished]] = np.abs(gradient).sum(axis=1) / np.maximum(total, 1e-300)
         keep = np.flatnonzero(~done)
         if keep.size == 0:
             break

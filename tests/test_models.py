@@ -489,6 +489,25 @@ def test_masked_sparse_and_gathered_designs_give_the_same_fits():
     np.testing.assert_allclose(sparse.beta, gathered_zeros.beta, rtol=1e-7, atol=1e-9)
 
 
+def test_singular_hessians_take_the_pseudo_inverse_step_in_every_layout():
+    """A feature that is 0 in every row, unpenalised, makes every Hessian exactly singular: the
+    compiled gathered step hands those problems to the pseudo-inverse, as the generic (masked)
+    path does, and the two agree, with weight 0 on that feature."""
+    rng = np.random.default_rng(12)
+    n = 60
+    X = np.column_stack([rng.uniform(size=(n, 2)), np.zeros(n), np.ones(n)])
+    y = _noisy_labels(rng, X[:, :2] @ [3.0, -2.0] + 0.2)
+    idx = np.stack([np.sort(rng.choice(n, 30, replace=False)) for _ in range(4)])
+    mask = np.zeros((len(idx), n))
+    mask[np.arange(len(idx))[:, None], idx] = 1.0
+    penalty = np.zeros(4)
+    gathered = newton_logistic(Gathered(X[idx], y[idx].astype(float)), penalty)
+    masked = newton_logistic(Masked(X, y, mask), penalty)
+    np.testing.assert_allclose(gathered.beta, masked.beta, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(gathered.margin_bound, masked.margin_bound, rtol=1e-6, atol=1e-12)
+    assert np.all(gathered.beta[:, 2] == 0.0)
+
+
 def test_a_far_maximum_is_the_vanishing_ridge_fit():
     """Nearly separated data: the MLE exists but is steep and far, the likelihood flat around
     it. The fit is the documented one, the maximum of likelihood - 1e-8 |w|^2 / 2: scikit-
