@@ -34,7 +34,7 @@ STAGES = {
         ("hyperplanes.py", "has_conflicting_duplicates"),
     ],
     "sampler": [("hyperplanes.py", "sample_version_space")],
-    "scoring": [("engine.py", "count_errors"), ("engine.py", "tested")],
+    "scoring": [("engine.py", "count_errors")],
 }
 
 

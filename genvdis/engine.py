@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import joblib
+import numba
 import numpy as np
 import pandas as pd
 from threadpoolctl import ThreadpoolController
@@ -121,16 +122,6 @@ class EncodedData:
         coef[:, -1] = fit.intercept
         return coef
 
-    def tested(self, train: np.ndarray, test_mask: np.ndarray | None) -> np.ndarray:
-        """(n, S) test-row marks in scoring order: every row but the training ones, or the
-        fixed test sets of `test_mask` (S, n)."""
-        S = train.shape[0]
-        if test_mask is None:
-            tested = np.ones((len(self.y), S), dtype=bool)
-            tested[self.rank[train], np.arange(S)[:, None]] = False
-            return tested
-        return np.ascontiguousarray(test_mask.T[np.argsort(self.rank)])
-
 
 SCORE_BYTES = 2**19  # a chunk of decision values stays in a core's L2 cache
 
@@ -138,74 +129,155 @@ SCORE_BYTES = 2**19  # a chunk of decision values stays in a core's L2 cache
 @streams.jit
 def _count_wrong(
     decision: np.ndarray, tolerance: np.ndarray, rows: np.ndarray, coef: np.ndarray,
-    tested: np.ndarray, positive: bool, errors: np.ndarray,
+    positive: bool, errors: np.ndarray, tested: np.ndarray | None,
 ) -> None:  # fmt: skip
-    """Add to errors (K // S, S) a chunk's wrong decisions on tested rows (rows, S): non-
-    positive values on positive rows, positive values on negative ones.
+    """Add to errors (K,) a chunk's wrong decisions: non-positive values on positive rows,
+    positive values on negative ones; on every row, or on the rows `tested` (rows, S) marks
+    for classifier k's split k % S.
 
     `decision` (rows, K) holds single-precision values, within `tolerance` (K,) of the exact
     ones; the few within it of 0 are recomputed in double precision from `rows` (rows, D + 1)
-    and `coef` (D + 1, K), so every count is the double-precision one. Compiled, the
-    comparisons run in SIMD registers (in numpy, with boolean temporaries, they took two
-    thirds of scoring)."""
+    and `coef` (D + 1, K), so every count is the double-precision one. Compiled, with single-
+    precision bounds and 32-bit counts, the comparisons run 8 to a SIMD register."""
     n_rows, K = decision.shape
-    S = tested.shape[1]
     for r in range(n_rows):
-        marks = tested[r]
-        for g in range(K // S):
-            first = g * S
-            values, bound, counts = decision[r, first : first + S], tolerance[first:], errors[g]
-            unsure = False
+        values, unsure = decision[r], False
+        if tested is None:
             if positive:
-                for s in range(S):
-                    counts[s] += marks[s] * (values[s] < -bound[s])
-                    unsure |= abs(values[s]) <= bound[s]
+                for k in range(K):
+                    errors[k] += values[k] < -tolerance[k]
+                    unsure |= abs(values[k]) <= tolerance[k]
             else:
+                for k in range(K):
+                    errors[k] += values[k] > tolerance[k]
+                    unsure |= abs(values[k]) <= tolerance[k]
+        else:
+            marks, S = tested[r], tested.shape[1]
+            for first in range(0, K, S):
                 for s in range(S):
-                    counts[s] += marks[s] * (values[s] > bound[s])
-                    unsure |= abs(values[s]) <= bound[s]
-            if not unsure:
-                continue
-            for s in range(S):
-                if marks[s] and abs(values[s]) <= bound[s]:
-                    exact = 0.0
-                    for j in range(rows.shape[1]):
-                        exact += rows[r, j] * coef[j, first + s]
-                    counts[s] += (exact <= 0.0) if positive else (exact > 0.0)
+                    k = first + s
+                    wrong = values[k] < -tolerance[k] if positive else values[k] > tolerance[k]
+                    errors[k] += marks[s] & wrong
+                    unsure |= abs(values[k]) <= tolerance[k]
+        if not unsure:
+            continue
+        for k in range(K):
+            if abs(values[k]) <= tolerance[k] and (
+                tested is None or tested[r, k % tested.shape[1]]
+            ):
+                errors[k] += _wrong_in_double(rows[r], coef, k, positive)
 
 
-def count_errors(data: EncodedData, classifiers: np.ndarray, tested: np.ndarray) -> np.ndarray:
+@streams.jit
+def _wrong_in_double(row: np.ndarray, coef: np.ndarray, k: int, positive: bool) -> bool:
+    """Whether classifier k (column k of coef) gets the row wrong, decided in double."""
+    exact = 0.0
+    for j in range(row.size):
+        exact += row[j] * coef[j, k]
+    return exact <= 0.0 if positive else exact > 0.0
+
+
+@numba.njit(cache=True, nogil=True, fastmath={"contract"}, error_model="numpy")
+def _wrong_on_rows(
+    fast: np.ndarray, fast_classifiers: np.ndarray, tolerance: np.ndarray, scoring: np.ndarray,
+    coef: np.ndarray, rows: np.ndarray, n_negative: int,
+) -> np.ndarray:  # fmt: skip
+    """(K,) wrong decisions of classifier k on the scoring rows rows[k % S] (rows (S, m)),
+    decided as `_count_wrong` decides them: what `count_errors` takes off a count over every
+    row to leave the test rows. Each split's rows are copied feature-major out of the single-
+    precision copy (`fast`, just streamed through the cache) once for all of its classifiers
+    (fast_classifiers (K, D + 1)), whose decision values then take one SIMD pass a feature."""
+    S, K = rows.shape[0], fast_classifiers.shape[0]
+    m, D = rows.shape[1], fast.shape[1]
+    wrong = np.zeros(K, dtype=np.int64)
+    block, values = np.empty((D, m), dtype=fast.dtype), np.empty(m, dtype=fast.dtype)
+    for s in range(S):
+        at = rows[s]
+        for i in range(m):
+            for j in range(D):
+                block[j, i] = fast[at[i], j]
+        for k in range(s, K, S):
+            w, bound, unsure = fast_classifiers[k], tolerance[k], False
+            for i in range(m):
+                values[i] = w[0] * block[0, i]
+            for j in range(1, D):
+                for i in range(m):
+                    values[i] += w[j] * block[j, i]
+            for i in range(m):
+                if at[i] >= n_negative:
+                    wrong[k] += values[i] < -bound
+                else:
+                    wrong[k] += values[i] > bound
+                unsure |= abs(values[i]) <= bound
+            if unsure:
+                for i in range(m):
+                    if abs(values[i]) <= bound:
+                        wrong[k] += _wrong_in_double(scoring[at[i]], coef, k, at[i] >= n_negative)
+    return wrong
+
+
+@streams.jit
+def _count_in_chunks(
+    fast: np.ndarray, fast_coef: np.ndarray, tolerance: np.ndarray, scoring: np.ndarray,
+    coef: np.ndarray, n_negative: int, chunk: int, tested: np.ndarray | None,
+) -> np.ndarray:  # fmt: skip
+    """`_count_wrong` over every chunk of rows, each chunk's decision values one BLAS product
+    (numba calls it; a Python loop's calls cost as much as the products)."""
+    errors = np.zeros(fast_coef.shape[1], dtype=np.int32)
+    n = fast.shape[0]
+    for first, last, positive in ((0, n_negative, False), (n_negative, n, True)):
+        for start in range(first, last, chunk):
+            stop = min(start + chunk, last)
+            decision = np.dot(fast[start:stop], fast_coef)
+            rows = scoring[start:stop]
+            if tested is None:
+                _count_wrong(decision, tolerance, rows, coef, positive, errors, None)
+            else:
+                _count_wrong(decision, tolerance, rows, coef, positive, errors, tested[start:stop])
+    return errors
+
+
+def count_errors(
+    data: EncodedData,
+    classifiers: np.ndarray,
+    train: np.ndarray,
+    test_mask: np.ndarray | None = None,
+) -> np.ndarray:
     """Test errors of K classifiers (K, D + 1) on S splits, K a multiple of S (classifier k
-    belongs to split k % S); tested (n, S) marks each split's test rows, in scoring order.
+    belongs to split k % S, whose training rows are train[k % S]); each split tests on every
+    other row, or on the rows test_mask (S, n) marks.
 
     The decision values are computed one chunk of rows at a time, for every classifier at once
     (one BLAS product per chunk), and counted while the chunk is still in cache; rows come in
-    class order, so a chunk's errors are simply its positive (or non-positive) values. Scoring
-    45,000 test rows this way is several times faster than forming the rows x splits matrix.
+    class order, so a chunk's errors are simply its positive (or non-positive) values. When a
+    split tests on every other row, the count runs over all rows, unmarked, and the training
+    rows' errors are taken off after; a rows x splits mask cost as much as the count.
 
     The product runs in single precision (twice the SIMD width of double: ~2x faster), and
     values too close to 0 for its rounding to decide are recomputed in double. Rounding x and w
     to single and summing D + 1 products moves x.w by at most (D + 3) u sum_j |x_j w_j| (u =
-    2^-24, the unit roundoff); the tolerance is twice that, with each column's largest |x_j|."""
-    n, S = tested.shape
-    K = classifiers.shape[0]
+    2^-24, the unit roundoff); the tolerance is twice that, with each column's largest |x_j|,
+    rounded up to single."""
     coef = np.ascontiguousarray(classifiers.T)
     with np.errstate(over="ignore"):
         fast, fast_coef = data.scoring32, coef.astype(np.float32)
-    tolerance = (coef.shape[0] + 3) * 2.0**-23 * (data.column_max @ np.abs(coef))
-    if not (np.isfinite(fast_coef).all() and np.isfinite(tolerance).all()):
-        fast, fast_coef = data.scoring, coef  # weights beyond single's range: all in double
-        tolerance = np.zeros(K)
-    errors = np.zeros((K // S, S), dtype=np.int64)
-    chunk = max(64, SCORE_BYTES // (fast.itemsize * K))
-    for first, last, positive in ((0, data.n_negative, False), (data.n_negative, n, True)):
-        for start in range(first, last, chunk):
-            rows = slice(start, min(start + chunk, last))
-            decision = fast[rows] @ fast_coef
-            _count_wrong(
-                decision, tolerance, data.scoring[rows], coef, tested[rows], positive, errors
-            )
-    return errors.ravel()
+        tolerance = (coef.shape[0] + 3) * 2.0**-23 * (data.column_max @ np.abs(coef))
+        fast_tolerance = np.nextafter(tolerance.astype(np.float32), np.float32(np.inf))
+    if not (np.isfinite(fast_coef).all() and np.isfinite(fast_tolerance).all()):
+        # weights beyond single's range: all in double, the tolerance then double's own
+        fast, fast_coef, fast_tolerance = data.scoring, coef, tolerance * 2.0**-29
+    tested = None if test_mask is None else np.ascontiguousarray(test_mask.T[np.argsort(data.rank)])
+    chunk = max(64, SCORE_BYTES // (fast.itemsize * len(coef.T)))
+    errors = _count_in_chunks(
+        fast, fast_coef, fast_tolerance, data.scoring, coef, data.n_negative, chunk, tested
+    )
+    if tested is not None:
+        return errors.astype(np.int64)
+    wrong_on_training_rows = _wrong_on_rows(
+        fast, np.ascontiguousarray(fast_coef.T), fast_tolerance, data.scoring, coef,
+        data.rank[train], data.n_negative,
+    )  # fmt: skip
+    return errors - wrong_on_training_rows
 
 
 @dataclass(frozen=True)
@@ -241,13 +313,12 @@ def run_block(
         S = len(block)
         if protocol.test == "rest":  # test on every other row
             train = splits.draw_training_block(data.y, m, protocol.seed, block, protocol.policy)
-            tested = data.tested(train, None)
+            test_mask, n_test = None, np.full(S, len(data.y) - m)
         else:
             train, test_mask = splits.draw_block(
                 data.y, m, protocol.seed, block, protocol.policy, protocol.test
             )
-            tested = data.tested(train, test_mask)
-        n_test = np.full(S, int(tested[:, 0].sum()) if S else 0)
+            n_test = test_mask.sum(axis=1)
         # every model starts its split's stream afresh: its draws never depend on another's
         keys = streams.stream_keys(protocol.seed, m, block, stream=1)
         fits = []
@@ -258,7 +329,8 @@ def run_block(
             data.as_onehot(fit, model.reference_coding)
             for fit, model in zip(fits, models, strict=True)
         ]
-        errors = count_errors(data, np.vstack(classifiers), tested).reshape(len(models), S)
+        errors = count_errors(data, np.vstack(classifiers), train, test_mask)
+        errors = errors.reshape(len(models), S)
     return pd.DataFrame(
         {
             "model": np.repeat([model.name for model in models], S),

@@ -49,19 +49,23 @@ def test_error_counts_equal_a_plain_count_per_split(test):
 
 
 def test_count_errors_counts_per_split_and_model():
-    """K = models x splits classifiers: classifier k belongs to split k % S."""
+    """K = models x splits classifiers: classifier k belongs to split k % S, and tests on the
+    rows its split's mask marks, or on every row but its split's training rows."""
     X, y, layout = _mixed_data(seed=1)
     data = EncodedData.encode(X, y, layout)
     S = 3
     rng = np.random.default_rng(2)
     classifiers = rng.normal(size=(2 * S, data.width))
-    tested = rng.uniform(size=(len(y), S)) < 0.7
-    order = np.argsort(data.rank)  # scoring row r is data row order[r]
-    got = count_errors(data, classifiers, tested[order])
+    train = np.array([rng.choice(len(y), size=20, replace=False) for _ in range(S)])
+    masks = rng.uniform(size=(S, len(y))) < 0.7
+    rest = np.ones((S, len(y)), dtype=bool)
+    rest[np.arange(S)[:, None], train] = False
     Z1 = np.column_stack([data.onehot, np.ones(len(y))])
-    for k in range(2 * S):
-        wrong = (Z1 @ classifiers[k] > 0) != y.astype(bool)
-        assert got[k] == int(wrong[tested[:, k % S]].sum())
+    for test_mask, tested in ((masks, masks), (None, rest)):
+        got = count_errors(data, classifiers, train, test_mask)
+        for k in range(2 * S):
+            wrong = (Z1 @ classifiers[k] > 0) != y.astype(bool)
+            assert got[k] == int(wrong[tested[k % S]].sum())
 
 
 def test_count_errors_decides_near_zero_decisions_in_double_precision():
@@ -79,12 +83,15 @@ def test_count_errors_decides_near_zero_decisions_in_double_precision():
         w = rng.normal(size=3)
         classifiers[k] = [*w, -(X[rng.integers(400)] @ w) + (-1) ** k * 1e-10]
     Z1 = np.column_stack([data.onehot, np.ones(400)])
-    tested = np.ones((400, S), dtype=bool)
+    train = np.arange(S)[:, None] + np.array([0, 100])  # training rows: taken off the count
+    tested = np.ones((S, 400), dtype=bool)
+    tested[np.arange(S)[:, None], train] = False
     for scale in (1.0, 2.0**990):  # the second beyond single's range: counted in double
-        got = count_errors(data, scale * classifiers, tested)
-        for k in range(2 * S):
-            decision = Z1 @ (scale * classifiers[k])
-            assert got[k] == int(((decision > 0) != y.astype(bool)).sum()), (scale, k)
+        for test_mask in (None, tested):
+            got = count_errors(data, scale * classifiers, train, test_mask)
+            for k in range(2 * S):
+                wrong = ((Z1 @ (scale * classifiers[k])) > 0) != y.astype(bool)
+                assert got[k] == int(wrong[tested[k % S]].sum()), (scale, k)
         near = (np.abs(Z1 @ classifiers.T) < 1e-9).sum(axis=0)
         assert (near >= 2).all()  # every classifier has rows on its knife edge
 
