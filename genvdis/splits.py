@@ -9,6 +9,7 @@ counter-based stream (`streams`), in one compiled pass over the whole block of s
 from __future__ import annotations
 
 import numpy as np
+from numba.cpython.unsafe.numbers import trailing_zeros  # LLVM's cttz
 
 from genvdis import streams
 from genvdis.errors import UserError
@@ -39,6 +40,24 @@ def _stratified_counts(m: int, class_counts: tuple[int, int]) -> tuple[int, int]
 
 
 @streams.jit
+def _sort_by_bitmap(rows: np.ndarray, bits: np.ndarray) -> None:
+    """Sort distinct rows (< 64 bits.size) in place by setting their bits in `bits` (all 0,
+    and left so) and reading them back a 64-row word at a time: O(m + n / 64), against
+    O(m log m) for a sort, or O(n) for a scan of one flag per row."""
+    one = np.uint64(1)
+    for r in rows:
+        bits[r >> 6] |= one << np.uint64(r & 63)
+    i = 0
+    for w in range(bits.size):
+        word = bits[w]
+        while word:
+            rows[i] = w * 64 + trailing_zeros(word)
+            i += 1
+            word &= word - one
+        bits[w] = 0
+
+
+@streams.jit
 def _draw_rows(
     keys: np.ndarray, y: np.ndarray, negatives: np.ndarray, positives: np.ndarray, k0: int,
     m: int, stratified: bool, n_test: int,
@@ -57,7 +76,8 @@ def _draw_rows(
     in_train = np.zeros(n, dtype=np.bool_)
     rest = np.empty(n, dtype=np.int64)
     state = np.empty(1, dtype=np.uint64)
-    scan = m * 32 > n  # sort the rows drawn, or (cheaper for large m) mark them and scan
+    scan = m * 512 > n  # sort the rows drawn, or (cheaper for large m) mark them and scan
+    bits = np.zeros((n + 63) // 64, dtype=np.uint64)
     for s in range(S):
         state[0] = keys[s]
         row = train[s]
@@ -78,14 +98,7 @@ def _draw_rows(
                     break
             row[:] = picked[:m]
         if scan:
-            for i in range(m):
-                in_train[row[i]] = True
-            i = 0
-            for r in range(n):
-                if in_train[r]:
-                    row[i] = r
-                    i += 1
-                    in_train[r] = False
+            _sort_by_bitmap(row, bits)
         else:
             row.sort()
         if n_test > 0:
