@@ -37,7 +37,10 @@ from genvdis.preprocessing import FeatureLayout
 TINY_RIDGE = 1e-8
 SAMPLER_BYTES = 64 * 2**20
 WARM_ROWS, WARM_ITERATIONS, WARM_MAX_ITER = 200, 3, 8  # see LogisticRegression._warm_start
-MASKED_FRACTION = 0.45  # training sets this large a share of the data: `newton.Masked`
+# Training sets this large a share of data this wide: `newton.Masked` (its Hessians are one
+# BLAS-3 product, which pays off for wide rows; narrower ones are faster gathered, in the
+# compiled per-problem step: measured by `benchmarks/bench_layouts.py`) ...
+MASKED_FRACTION, MASKED_MIN_WIDTH = 0.45, 20
 MASKED_BYTES = 64 * 2**20  # ... unless its rows' pairwise products would take more memory
 SPARSE_MIN_WIDTH, SPARSE_DENSITY = 20, 0.3  # data this wide and sparse: `newton.Sparse`
 GROUP_BYTES = 4 * 2**20  # a group of splits' training tensor stays in cache
@@ -330,10 +333,11 @@ class LogisticRegression(LinearModel):
 
     def _layout(self, n: int, m: int, width: int) -> str:
         """How training sets of m of n rows are laid out for Newton (see `newton`): sparse for
-        wide one-hot data, masked for sets that cover much of the data, else gathered."""
+        wide one-hot data, masked for sets that cover much of wide data, else gathered."""
         if self._sparse is not None:
             return "sparse"
-        if m >= MASKED_FRACTION * n and Masked.pairs_bytes(n, width) <= MASKED_BYTES:
+        masked_pays = m >= MASKED_FRACTION * n and width >= MASKED_MIN_WIDTH
+        if masked_pays and Masked.pairs_bytes(n, width) <= MASKED_BYTES:
             return "masked"
         return "gathered"
 
