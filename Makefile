@@ -58,6 +58,7 @@ report: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_engine.py --splits 250
 	$(BIN)/python benchmarks/profile_engine.py --splits 250
+	$(BIN)/python benchmarks/bench_layouts.py
 
 clean:
 	rm -rf results/*/.checkpoints build dist *.egg-info .pytest_cache .ruff_cache

@@ -351,9 +351,10 @@ MAX_BLOCK = 250
 def auto_block_size(m: int, width: int, n_rows: int = 0) -> int:
     """Splits per task: big enough to amortise Python overhead (a block of 250 splits costs
     about half as much per split as one of 16), small enough that a task's arrays (the
-    training tensor, splits x m x width, a few copies of it, and the test marks, rows x
-    splits) keep a worker under ~600 MB. Scoring works in cache-sized chunks of rows and
-    Newton in cache-sized groups of splits, so neither grows with the block."""
+    training tensor, splits x m x width, a few copies of it, and for fixed-size test sets the
+    test marks, rows x splits) keep a worker under ~600 MB. Scoring works in cache-sized
+    chunks of rows and Newton in cache-sized groups of splits, so neither grows with the
+    block."""
     per_split = 8 * m * max(width, 1) + n_rows
     return int(np.clip(BLOCK_BYTES // per_split, 5, MAX_BLOCK))
 
