@@ -146,3 +146,26 @@ def test_error_counts_without_a_test_mask_equal_the_masked_ones():
         rest = run_block(data, models, m, range(0, 30), Protocol(1, "stratified", "rest"))
         fixed = run_block(data, models, m, range(0, 30), Protocol(1, "stratified", 120 - m))
         pd.testing.assert_frame_equal(rest, fixed)
+
+
+ADULT_LIKE = np.array([0] * 34014 + [1] * 11208)  # adult's class sizes (45,222 rows)
+
+
+@pytest.mark.parametrize("m", [10, 80, 89, 3000])  # sorted by a sort (m <= n / 512), or a bitmap
+def test_training_rows_are_sorted_distinct_and_stratified(m):
+    train = splits.draw_training_block(ADULT_LIKE, m, seed=4, splits=range(20))
+    k0, k1 = splits._stratified_counts(m, (34014, 11208))
+    assert (np.diff(train, axis=1) > 0).all()  # strictly increasing: sorted and distinct
+    assert ((ADULT_LIKE[train] == 1).sum(axis=1) == k1).all()
+    assert (train >= 0).all() and (train < len(ADULT_LIKE)).all() and k0 + k1 == m
+
+
+def test_bitmap_sort_equals_a_sort_and_leaves_the_bitmap_clear():
+    rng = np.random.default_rng(5)
+    bits = np.zeros((1000 + 63) // 64, dtype=np.uint64)
+    for size in (1, 64, 500, 1000):  # rows up to 999, across word boundaries
+        rows = rng.choice(1000, size=size, replace=False)
+        expected = np.sort(rows)
+        splits._sort_by_bitmap(rows, bits)
+        np.testing.assert_array_equal(rows, expected)
+        assert not bits.any()
