@@ -32,12 +32,12 @@ from sklearn.linear_model import LogisticRegression as SkLogistic
 from sklearn.naive_bayes import CategoricalNB
 from threadpoolctl import threadpool_limits
 
-from genvdis.config import load_config
-from genvdis.engine import EncodedData, Protocol, load_data, plan_tasks, run_block
+from genvdis.engine import Protocol, plan_tasks, run_block
 from genvdis.hyperplanes import signed_rows
-from genvdis.models import NaiveBayes, build_model
-from genvdis.preprocessing import prepare
+from genvdis.models import NaiveBayes
 from genvdis.splits import draw_block
+
+from _setup import load
 
 CONFIGS = [
     "configs/pima.yaml",
@@ -88,11 +88,7 @@ def main() -> None:
     print(f"{'config':32} {'m':>5} {'sklearn s':>10} {'engine s':>9} {'ratio':>7}  agreement")
     total_base = total_engine = 0.0
     for path in args.configs:
-        config = load_config(path)
-        data = prepare(load_data(config), config)
-        encoded = EncodedData.from_prepared(data)
-        models = [build_model(spec, data.layout) for spec in config.models]
-        protocol = Protocol(config.seed, config.split, config.test)
+        config, data, encoded, models, protocol = load(path)
         config_base = config_engine = 0.0
         first = config.size_grid[0]
         baseline(data, first, range(1), protocol)  # warm up, untimed, as in the docstring

@@ -18,9 +18,9 @@ import time
 from threadpoolctl import threadpool_limits
 
 from genvdis import models
-from genvdis.config import load_config
-from genvdis.engine import EncodedData, Protocol, load_data, run_block
-from genvdis.preprocessing import prepare
+from genvdis.engine import run_block
+
+from _setup import load
 
 CONFIGS = [
     "configs/liver.yaml",
@@ -32,12 +32,8 @@ CONFIGS = [
 
 
 def compare(path: str, splits: int, repeats: int) -> None:
-    config = load_config(path)
-    data = prepare(load_data(config), config)
-    encoded = EncodedData.from_prepared(data)
-    fitted = [models.build_model(spec, data.layout) for spec in config.models]
+    config, _, encoded, fitted, protocol = load(path)
     logistic = next(f for f in fitted if isinstance(f, models.LogisticRegression))
-    protocol = Protocol(config.seed, config.split, config.test)
     n, width = len(encoded.y), encoded.width
     rule, chosen = models.MASKED_FRACTION, models.MASKED_MIN_WIDTH
     run_block(encoded, fitted, config.size_grid[0], range(1), protocol)  # compile, warm up

@@ -17,10 +17,9 @@ import pstats
 
 from threadpoolctl import threadpool_limits
 
-from genvdis.config import load_config
-from genvdis.engine import EncodedData, Protocol, load_data, plan_tasks, run_block
-from genvdis.models import build_model
-from genvdis.preprocessing import prepare
+from genvdis.engine import plan_tasks, run_block
+
+from _setup import load
 
 CONFIGS = ["configs/pima.yaml", "configs/adult-continuous.yaml"]
 # stage -> (file suffix, function name) whose cumulative time is the stage's
@@ -40,11 +39,7 @@ STAGES = {
 
 
 def profile(path: str, splits: int) -> None:
-    config = load_config(path)
-    data = prepare(load_data(config), config)
-    encoded = EncodedData.from_prepared(data)
-    models = [build_model(spec, data.layout) for spec in config.models]
-    protocol = Protocol(config.seed, config.split, config.test)
+    config, _, encoded, models, protocol = load(path)
     tasks = plan_tasks(config.size_grid, splits, None, encoded.width, len(encoded.y))
     run_block(encoded, models, tasks[0][0], range(1), protocol)  # compile and warm up
     profiler = cProfile.Profile()

@@ -143,23 +143,21 @@ def _count_wrong(
     n_rows, K = decision.shape
     for r in range(n_rows):
         values, unsure = decision[r], False
+        # a value is wrong beyond its tolerance on the wrong side: v < -t on positive rows,
+        # v > t on negative ones, i.e. (-v or v) > t; negating is exact
         if tested is None:
-            if positive:
-                for k in range(K):
-                    errors[k] += values[k] < -tolerance[k]
-                    unsure |= abs(values[k]) <= tolerance[k]
-            else:
-                for k in range(K):
-                    errors[k] += values[k] > tolerance[k]
-                    unsure |= abs(values[k]) <= tolerance[k]
+            for k in range(K):
+                v = -values[k] if positive else values[k]
+                errors[k] += v > tolerance[k]
+                unsure |= abs(v) <= tolerance[k]
         else:
             marks, S = tested[r], tested.shape[1]
             for first in range(0, K, S):
                 for s in range(S):
                     k = first + s
-                    wrong = values[k] < -tolerance[k] if positive else values[k] > tolerance[k]
-                    errors[k] += marks[s] & wrong
-                    unsure |= abs(values[k]) <= tolerance[k]
+                    v = -values[k] if positive else values[k]
+                    errors[k] += marks[s] & (v > tolerance[k])
+                    unsure |= abs(v) <= tolerance[k]
         if not unsure:
             continue
         for k in range(K):
@@ -204,12 +202,10 @@ def _wrong_on_rows(
             for j in range(1, D):
                 for i in range(m):
                     values[i] += w[j] * block[j, i]
-            for i in range(m):
-                if at[i] >= n_negative:
-                    wrong[k] += values[i] < -bound
-                else:
-                    wrong[k] += values[i] > bound
-                unsure |= abs(values[i]) <= bound
+            for i in range(m):  # decided as in `_count_wrong`
+                v = -values[i] if at[i] >= n_negative else values[i]
+                wrong[k] += v > bound
+                unsure |= abs(v) <= bound
             if unsure:
                 for i in range(m):
                     if abs(values[i]) <= bound:
@@ -268,7 +264,7 @@ def count_errors(
         # weights beyond single's range: all in double, the tolerance then double's own
         fast, fast_coef, fast_tolerance = data.scoring, coef, tolerance * 2.0**-29
     tested = None if test_mask is None else np.ascontiguousarray(test_mask.T[np.argsort(data.rank)])
-    chunk = max(64, SCORE_BYTES // (fast.itemsize * len(coef.T)))
+    chunk = max(64, SCORE_BYTES // (fast.itemsize * classifiers.shape[0]))
     errors = _count_in_chunks(
         fast, fast_coef, fast_tolerance, data.scoring, coef, data.n_negative, chunk, tested
     )
@@ -288,6 +284,10 @@ class Protocol:
     seed: int
     policy: str
     test: str | int
+
+    @classmethod
+    def of(cls, config: ExperimentConfig) -> Protocol:
+        return cls(config.seed, config.split, config.test)
 
 
 def load_data(
@@ -458,7 +458,7 @@ def run_experiment(
         log.info("%s: up to date (%s)", config.name, run_dir)
         return run_dir
     store = results.CheckpointStore(run_dir, key)
-    protocol = Protocol(config.seed, config.split, config.test)
+    protocol = Protocol.of(config)
     started = time.perf_counter()
     parallel = _backend(backend, jobs, scheduler, scatter=[encoded])
     # the limit is process-wide: set it around the whole run too, or thread workers

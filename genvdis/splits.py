@@ -76,7 +76,7 @@ def _draw_rows(
     in_train = np.zeros(n, dtype=np.bool_)
     rest = np.empty(n, dtype=np.int64)
     state = np.empty(1, dtype=np.uint64)
-    scan = m * 512 > n  # sort the rows drawn, or (cheaper for large m) mark them and scan
+    by_bitmap = m * 512 > n  # a sort is cheaper only for m below ~n / 512
     bits = np.zeros((n + 63) // 64, dtype=np.uint64)
     for s in range(S):
         state[0] = keys[s]
@@ -97,7 +97,7 @@ def _draw_rows(
                 if 0 < n1 < m:
                     break
             row[:] = picked[:m]
-        if scan:
+        if by_bitmap:
             _sort_by_bitmap(row, bits)
         else:
             row.sort()

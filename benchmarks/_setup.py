@@ -1,0 +1,27 @@
+"""What every benchmark loads for a config: the data in both encodings, the models and the
+split protocol, as `engine.run_experiment` builds them for `engine.run_block`."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from genvdis.config import ExperimentConfig, load_config
+from genvdis.engine import EncodedData, Protocol, load_data
+from genvdis.models import LinearModel, build_model
+from genvdis.preprocessing import PreparedData, prepare
+
+
+class Setup(NamedTuple):
+    config: ExperimentConfig
+    data: PreparedData
+    encoded: EncodedData
+    models: list[LinearModel]
+    protocol: Protocol
+
+
+def load(path: str) -> Setup:
+    """The config at `path` with its data (from the cache or `GENVDIS_MIRROR`), ready to run."""
+    config = load_config(path)
+    data = prepare(load_data(config), config)
+    models = [build_model(spec, data.layout) for spec in config.models]
+    return Setup(config, data, EncodedData.from_prepared(data), models, Protocol.of(config))
