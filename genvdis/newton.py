@@ -40,14 +40,10 @@ SETTLED_STEP = 1e-4  # the quadratic stop also needs a step this small (relative
 NEWTON_BYTES = 4 * 2**20
 
 
-def _matvec(M: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """(S, a, b) @ (S, b) -> (S, a): one batched BLAS call, much faster than einsum."""
-    return np.matmul(M, v[:, :, None])[:, :, 0]
-
-
 class _Products:
     """What Newton needs from a design (a Newton step, losses, the margin bound's sums), from
-    its three products `predictor`, `gradient` and `hessian`; `Gathered` fuses them."""
+    its three products `predictor`, `gradient` and `hessian`. `Gathered` has no `gradient`
+    or `hessian`: it overrides the two methods that use them with compiled kernels."""
 
     def derivatives(self, eta: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The log-likelihood's gradient X^T (t - p) and the Hessian X^T W X of its negative,
@@ -290,18 +286,8 @@ class Gathered(_Products):
     def weights_of(self, rows: np.ndarray | None = None) -> np.ndarray | None:
         return None
 
-    def _designs(self, rows: np.ndarray | None) -> np.ndarray:
-        return self.XT[self.problems_at if rows is None else self.problems_at[rows]]
-
     def predictor(self, beta: np.ndarray) -> np.ndarray:
         return _gathered_predictor(self.XT, self.problems_at, np.ascontiguousarray(beta))
-
-    def gradient(self, residual: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
-        return _matvec(self._designs(rows), residual)
-
-    def hessian(self, w: np.ndarray) -> np.ndarray:
-        XT = self._designs(None)
-        return (XT * w[:, None, :]) @ np.swapaxes(XT, 1, 2)
 
     def newton_step(
         self, eta: np.ndarray, e: np.ndarray, beta: np.ndarray, penalty: np.ndarray
