@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
 import numpy as np
-import yaml
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -22,14 +22,68 @@ from pydantic import (
 )
 
 from genvdis.errors import UserError
+from genvdis.yamlfile import read_yaml
 
 Model = TypeVar("Model", bound=BaseModel)
 
+# Seeds are hashed as signed 64-bit integers (genvdis.streams).
+MAX_SEED = 2**63 - 1
+# Bootstrap resamples (report --boot, a theory config's boot): fewer cannot give a 95%
+# interval; more than the upper bound only costs memory (resamples x splits weights).
+MIN_BOOT, MAX_BOOT = 10, 10_000
+# A run's name is a folder under --out, and `<name>.png` a file in it: a plain name (nothing
+# outside --out), well under the 255 bytes a file name may have.
+NAME_PATTERN, MAX_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", 100
+# Files genvdis writes at the top of a results folder, beside the run folders (compared
+# ignoring case, as macOS and Windows file systems do).
+RESULTS_FILES = ("REPORT.md", "REPORT.html", "analysis.csv", "figure1.png", "figure1.pdf")
+
 
 class StrictModel(BaseModel):
-    """Every config section: unknown keys are errors, values are frozen once validated."""
+    """Every config section: unknown keys are errors, values are frozen once validated, and
+    types are strict (`splits: true` is not 1, `seed: 2.0` is not 2)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+def _not_a_results_file(name: str) -> str:
+    if name.lower() in {f.lower() for f in RESULTS_FILES}:
+        raise ValueError(
+            f"'{name}' is a file genvdis writes in the results folder "
+            f"({', '.join(RESULTS_FILES)}); choose another name"
+        )
+    return name
+
+
+def drawable_title(title: str | None) -> str | None:
+    """A title with math (text between $ signs) must parse as matplotlib mathtext: checked
+    here, so a bad one stops the run before any work, not the plot after it."""
+    if title is None or "$" not in title:
+        return title
+    from matplotlib import cbook
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.mathtext import MathTextParser
+
+    if not cbook.is_math_text(title):
+        return title
+    try:
+        MathTextParser("path").parse(title, dpi=72, prop=FontProperties())
+    except ValueError as error:
+        problem = str(error).strip().splitlines()[-1].split(": ", 1)[-1]
+        raise ValueError(
+            f"the math between $ signs is not valid matplotlib mathtext: {problem} "
+            r"(write \$ for a dollar sign)"
+        ) from None
+    return title
+
+
+RunName = Annotated[
+    str,
+    Field(pattern=NAME_PATTERN, max_length=MAX_NAME),
+    AfterValidator(_not_a_results_file),
+]
+Title = Annotated[str | None, AfterValidator(drawable_title)]
+Seed = Annotated[int, Field(ge=0, le=MAX_SEED)]
 
 
 # --- dataset sources -------------------------------------------------------------------------
@@ -67,7 +121,7 @@ class SyntheticDataset(StrictModel):
     effect: float = Field(
         default=0.5, gt=0, description="binary: p1 - p0 (< 1); gaussian: mean gap in sd units"
     )
-    seed: int = Field(default=0, ge=0)
+    seed: Seed = 0
 
     @model_validator(mode="after")
     def _binary_effect(self) -> SyntheticDataset:
@@ -106,6 +160,8 @@ class TargetSpec(StrictModel):
             return None
         if not isinstance(value, list):
             value = [value]
+        if not value:
+            raise ValueError("give at least one label")
         return [str(v) for v in value]
 
     @model_validator(mode="after")
@@ -185,8 +241,8 @@ class SizeRange(StrictModel):
 
 
 class ExperimentConfig(StrictModel):
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-    title: str | None = None
+    name: RunName
+    title: Title = None
     panel: int | None = Field(default=None, ge=1, le=15)
     dataset: DatasetSpec
     attributes: Literal["continuous", "discrete", "all"] | list[str] = "all"
@@ -200,7 +256,7 @@ class ExperimentConfig(StrictModel):
     splits: int = Field(default=1000, ge=1)
     split: Literal["stratified", "random"] = "stratified"
     test: Literal["rest"] | int = "rest"
-    seed: int = Field(default=0, ge=0)
+    seed: Seed = 0
     block_size: int | None = Field(
         default=None,
         ge=1,
@@ -215,6 +271,17 @@ class ExperimentConfig(StrictModel):
             raise ValueError("needs at least one training-set size")
         if min(grid) < 2:
             raise ValueError("every size must be >= 2 (one example of each class)")
+        return value
+
+    @field_validator("attributes", mode="after")
+    @classmethod
+    def _attributes(cls, value: str | list[str]) -> str | list[str]:
+        if isinstance(value, list):
+            if not value:
+                raise ValueError("list at least one attribute, or write all")
+            twice = sorted({a for a in value if value.count(a) > 1})
+            if twice:
+                raise ValueError(f"'{twice[0]}' is listed more than once")
         return value
 
     @field_validator("test", mode="after")
@@ -296,24 +363,6 @@ def validate_mapping(schema: type[Model], data: Any, source: str = "config") -> 
 def parse_config(data: Any, source: str = "config") -> ExperimentConfig:
     """A run config from an already-loaded mapping."""
     return validate_mapping(ExperimentConfig, data, source)
-
-
-def read_yaml(path: str | Path) -> Any:
-    """A YAML file's content, by `yaml.safe_load` (nothing in it is ever executed); any
-    problem is a one-line UserError naming the file."""
-    path = Path(path)
-    if not path.is_file():
-        raise UserError(f"{path}: config file not found")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(error, "problem", None) or "not valid YAML"
-        raise UserError(f"{path}: malformed YAML{where}: {problem}") from None
-    except UnicodeDecodeError:
-        raise UserError(f"{path}: not a UTF-8 text file") from None
-    return data
 
 
 def is_theory_config(data: Any) -> bool:

@@ -24,12 +24,17 @@ from pydantic import Field, ValidationInfo, field_validator
 
 from genvdis import results, synthetic
 from genvdis.config import (
+    MAX_BOOT,
+    MIN_BOOT,
     ExperimentConfig,
     LogisticRegressionSpec,
     ModelList,
     NaiveBayesSpec,
+    RunName,
+    Seed,
     StrictModel,
     SyntheticDataset,
+    Title,
     read_yaml,
     validate_mapping,
 )
@@ -61,8 +66,8 @@ class MGrid(StrictModel):
 class TheoryConfig(StrictModel):
     """One sample-complexity experiment: a synthetic family, an n grid, an m grid per n."""
 
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-    title: str | None = None
+    name: RunName
+    title: Title = None
     kind: Literal["binary", "gaussian"]
     n: list[int] = Field(min_length=1, description="numbers of features")
     informative: float = Field(default=0.5, gt=0, le=1)
@@ -71,11 +76,13 @@ class TheoryConfig(StrictModel):
     m: list[int] | MGrid
     splits: int = Field(default=100, ge=2)
     epsilon: list[float] = Field(min_length=1)
-    seed: int = Field(default=0, ge=0)
+    seed: Seed = 0
     models: ModelList = Field(
         default_factory=lambda: [NaiveBayesSpec(), LogisticRegressionSpec()], min_length=1
     )
-    boot: int = Field(default=1000, ge=10, description="bootstrap resamples for m* intervals")
+    boot: int = Field(
+        default=1000, ge=MIN_BOOT, le=MAX_BOOT, description="bootstrap resamples for m* intervals"
+    )
     reference: Literal["pool", "exact"] = Field(
         default="pool",
         description="m* is measured against the Bayes rule's error on the drawn rows (pool) or "
