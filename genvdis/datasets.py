@@ -458,6 +458,34 @@ def _infer_kind(column: pd.Series) -> str:
     return "continuous"
 
 
+def _read_table(path: Path, sep: str, spec: FileDataset, label: str) -> pd.DataFrame:
+    """The file as stripped text cells, rows numbered from 0. The header is read as a row:
+    a data row with more fields than it is then an error (pandas would take the extra
+    field for an index and shift every value), and its names must be distinct once stripped
+    (pandas would rename a repeated 'a' to 'a.1', and keep 'a ' and 'a' apart)."""
+    try:
+        frame = pd.read_csv(
+            path, sep=sep, header=None, dtype=str, na_values=spec.missing_values,
+            keep_default_na=False, skipinitialspace=True,
+        )  # fmt: skip
+    except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else "empty file"
+        raise UserError(f"{label}: cannot be read as a table: {first}") from None
+    names = [str(i) for i in range(frame.shape[1])]
+    if spec.header:
+        cells = frame.iloc[0]
+        names = [c.strip() if isinstance(c, str) else f"Unnamed: {i}" for i, c in enumerate(cells)]
+        frame = frame.iloc[1:].reset_index(drop=True)
+        twice = [name for i, name in enumerate(names) if name in names[:i]]
+        if twice:
+            where = ", ".join(str(i + 1) for i, name in enumerate(names) if name == twice[0])
+            raise UserError(
+                f"{label}: the header names column '{twice[0]}' more than once (columns {where})"
+            )
+    frame.columns = names
+    return frame.apply(lambda column: column.str.strip())
+
+
 def load_file_dataset(spec: FileDataset, *, base_dir: Path = Path(".")) -> RawData:
     """A user's own CSV/TSV (local, or a URL pinned by sha256): label column, kinds inferred
     unless declared."""
@@ -470,29 +498,18 @@ def load_file_dataset(spec: FileDataset, *, base_dir: Path = Path(".")) -> RawDa
         if not path.is_file():
             raise UserError(f"dataset file not found: {spec.path}")
     sep = spec.sep or ("\t" if path.suffix.lower() in {".tsv", ".tab"} else ",")
-    try:
-        frame = pd.read_csv(
-            path,
-            sep=sep,
-            header=0 if spec.header else None,
-            dtype=str,
-            na_values=spec.missing_values,
-            keep_default_na=False,
-            skipinitialspace=True,
-        )
-    except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as error:
-        first = str(error).strip().splitlines()[0] if str(error).strip() else "empty file"
-        raise UserError(f"{spec.path or spec.url}: cannot be read as a table: {first}") from None
-    frame.columns = [str(c).strip() for c in frame.columns]
-    frame = frame.apply(lambda column: column.str.strip())
+    label = spec.path or spec.url
+    frame = _read_table(path, sep, spec, label)
     if spec.target not in frame.columns:
         raise UserError(
-            f"{spec.path or spec.url}: target column '{spec.target}' not found "
+            f"{label}: target column '{spec.target}' not found "
             f"(columns: {', '.join(frame.columns[:12])}{'...' if frame.shape[1] > 12 else ''})"
         )
+    if frame.shape[1] == 1:
+        raise UserError(f"{label}: no attribute columns, only the target '{spec.target}'")
     unknown = sorted(set(spec.kinds) - set(frame.columns))
     if unknown:
-        raise UserError(f"dataset.kinds: no column named '{unknown[0]}' in {spec.path or spec.url}")
+        raise UserError(f"dataset.kinds: no column named '{unknown[0]}' in {label}")
     attributes = {
         column: spec.kinds.get(column) or _infer_kind(frame[column])
         for column in frame.columns

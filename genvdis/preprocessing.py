@@ -17,6 +17,9 @@ from genvdis.datasets import RawData
 from genvdis.errors import UserError
 
 MISSING_LEVEL = "?"
+# The largest continuous value accepted: its square, summed over a million rows, is still far
+# from double precision's overflow (~1.8e308), so no model's sums or Hessians overflow.
+MAX_VALUE = 1e100
 
 
 @dataclass(frozen=True)
@@ -101,11 +104,40 @@ def make_labels(labels: pd.Series, target: TargetSpec) -> pd.Series:
 
 
 def _to_numbers(column: pd.Series, name: str) -> pd.Series:
-    values = pd.to_numeric(column, errors="coerce")
-    bad = column[values.isna() & column.notna()]
-    if len(bad):
-        raise UserError(f"attribute '{name}' is continuous but holds text: '{bad.iloc[0]}'")
-    return values.astype(float)
+    """A continuous attribute's cells as finite numbers of size <= MAX_VALUE (missing: NaN).
+    Each refusal names the attribute and its first bad data row (1 = the first row after
+    any header)."""
+    values = pd.to_numeric(column, errors="coerce").astype(float)
+    bad = column.notna() & ~np.isfinite(values)  # text, or nan / inf written out
+    if bad.any():
+        row = bad.idxmax()
+        cell = str(column[row])
+        if np.isnan(values[row]) and cell.lower().lstrip("+-") != "nan":
+            raise UserError(f"attribute '{name}' is continuous but holds text: '{cell}'")
+        raise UserError(
+            f"attribute '{name}': non-finite value '{cell}' in data row {row + 1}; fix it, "
+            "or list it in dataset.missing_values to treat it as missing"
+        )
+    big = values.abs() > MAX_VALUE
+    if big.any():
+        row = big.idxmax()
+        raise UserError(
+            f"attribute '{name}': value '{column[row]}' in data row {row + 1} is larger than "
+            f"{MAX_VALUE:g} in size, where the models' sums of squares could overflow; "
+            "change its units"
+        )
+    return values
+
+
+def _check_not_empty(frame: pd.DataFrame, labelled: pd.Series) -> None:
+    """An attribute missing in every labelled row would be NaN everywhere (imputed from
+    nothing) or drop every row: refused, by name."""
+    for name in frame.columns:
+        if frame.loc[labelled, name].isna().all():
+            raise UserError(
+                f"attribute '{name}' is missing in every row; "
+                "leave it out (list the attributes to use in attributes:)"
+            )
 
 
 def _discretize(values: np.ndarray, options: Preprocessing) -> np.ndarray:
@@ -130,6 +162,7 @@ def prepare(raw: RawData, config: ExperimentConfig) -> PreparedData:
         frame[name] = _to_numbers(frame[name], name)
     y = make_labels(raw.frame[target_column], config.target)
     keep = y.notna()
+    _check_not_empty(frame, keep)
     if config.missing == "drop":
         keep &= frame.notna().all(axis=1)
     elif config.missing == "category":
