@@ -139,7 +139,8 @@ def _count_wrong(
     ones; the few within it of 0 are recomputed in double precision from `rows` (rows, D + 1)
     and `coef` (D + 1, K), so every count is the double-precision one. Compiled, the
     comparisons run in SIMD registers (in numpy, with boolean temporaries, they took two thirds
-    of scoring); the bounds are single precision like the values, so none is widened."""
+    of scoring); the bounds are single precision like the values, so none is widened.
+    A NaN is wrong (not v <= t is one comparison, as v > t is)."""
     n_rows, K = decision.shape
     for r in range(n_rows):
         values, unsure = decision[r], False
@@ -148,7 +149,7 @@ def _count_wrong(
         if tested is None:
             for k in range(K):
                 v = -values[k] if positive else values[k]
-                errors[k] += v > tolerance[k]
+                errors[k] += not v <= tolerance[k]
                 unsure |= abs(v) <= tolerance[k]
         else:
             marks, S = tested[r], tested.shape[1]
@@ -156,7 +157,7 @@ def _count_wrong(
                 for s in range(S):
                     k = first + s
                     v = -values[k] if positive else values[k]
-                    errors[k] += marks[s] & (v > tolerance[k])
+                    errors[k] += marks[s] & (not v <= tolerance[k])
                     unsure |= abs(v) <= tolerance[k]
         if not unsure:
             continue
@@ -169,10 +170,13 @@ def _count_wrong(
 
 @streams.jit
 def _wrong_in_double(row: np.ndarray, coef: np.ndarray, k: int, positive: bool) -> bool:
-    """Whether classifier k (column k of coef) gets the row wrong, decided in double."""
+    """Whether classifier k (column k of coef) gets the row wrong, decided in double; a value
+    that is not finite (overflow, or NaN weights) is wrong."""
     exact = 0.0
     for j in range(row.size):
         exact += row[j] * coef[j, k]
+    if not abs(exact) < np.inf:
+        return True
     return exact <= 0.0 if positive else exact > 0.0
 
 
@@ -204,7 +208,7 @@ def _wrong_on_rows(
                     values[i] += w[j] * block[j, i]
             for i in range(m):  # decided as in `_count_wrong`
                 v = -values[i] if at[i] >= n_negative else values[i]
-                wrong[k] += v > bound
+                wrong[k] += not v <= bound
                 unsure |= abs(v) <= bound
             if unsure:
                 for i in range(m):
@@ -234,6 +238,49 @@ def _count_in_chunks(
     return errors
 
 
+class NonFiniteDecisions(ArithmeticError):
+    """Classifiers whose decision values may not be finite (NaN or overflowing weights): a
+    bug, since the data are finite and bounded (`preprocessing.MAX_VALUE`). `errors` holds
+    the counts, every non-finite decision counted as wrong."""
+
+    def __init__(self, message: str, errors: np.ndarray) -> None:
+        super().__init__(message)
+        self.errors = errors
+
+
+# Single precision is used while every |x_j| and every sum_j |x_j w_j| stays below this (far
+# from its overflow, ~2^128); double while sum_j |x_j w_j| stays below DOUBLE_REACH.
+SINGLE_REACH, DOUBLE_REACH = 2.0**100, 2.0**1000
+
+
+def _scoring_precision(
+    data: EncodedData, coef: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The rows, weights and tolerances scoring runs on (single precision where nothing can
+    overflow it, else double), and which classifiers are sane: sum_j |x_j w_j| is finite and
+    below DOUBLE_REACH on every row, so no decision value can overflow. The others get an
+    infinite tolerance: each of their values is then decided in double, non-finite as wrong.
+
+    Rounding x and w to single and summing D + 1 products moves x.w by at most (D + 3) u
+    sum_j |x_j w_j| (u = 2^-24, the unit roundoff), plus, where a weight or product falls
+    below single's normal range (2^-126), 2^-126 a term times |x_j| (even with subnormals
+    flushed to 0); the tolerance is twice the first, plus the second, rounded up to single."""
+    d = coef.shape[0]
+    with np.errstate(over="ignore", invalid="ignore"):
+        reach = data.column_max @ np.abs(coef)  # bounds |x.w| on every row
+        sane = reach < DOUBLE_REACH  # False for NaN
+        floor = d * 2.0**-125 * (1.0 + data.column_max.max(initial=0.0))
+        tolerance = np.where(sane, (d + 3) * 2.0**-23 * reach + floor, np.inf)
+        fast_coef = coef.astype(np.float32)
+    single = sane.all() and reach.max(initial=0.0) < SINGLE_REACH
+    single = single and data.column_max.max(initial=0.0) < SINGLE_REACH
+    if single and np.isfinite(fast_coef).all():
+        fast_tolerance = np.nextafter(tolerance.astype(np.float32), np.float32(np.inf))
+        return data.scoring32, fast_coef, fast_tolerance, sane
+    # weights or values beyond single's range: all in double, the tolerance then double's own
+    return data.scoring, coef, tolerance * 2.0**-29, sane
+
+
 def count_errors(
     data: EncodedData,
     classifiers: np.ndarray,
@@ -251,30 +298,31 @@ def count_errors(
     rows' errors are taken off after; a rows x splits mask cost as much as the count.
 
     The product runs in single precision (twice the SIMD width of double: ~2x faster), and
-    values too close to 0 for its rounding to decide are recomputed in double. Rounding x and w
-    to single and summing D + 1 products moves x.w by at most (D + 3) u sum_j |x_j w_j| (u =
-    2^-24, the unit roundoff); the tolerance is twice that, with each column's largest |x_j|,
-    rounded up to single."""
+    values too close to 0 for its rounding to decide are recomputed in double (see
+    `_scoring_precision`). A decision value that is not finite counts as wrong, and raises
+    `NonFiniteDecisions` once all are counted: no such value is ever scored silently."""
     coef = np.ascontiguousarray(classifiers.T)
-    with np.errstate(over="ignore"):
-        fast, fast_coef = data.scoring32, coef.astype(np.float32)
-        tolerance = (coef.shape[0] + 3) * 2.0**-23 * (data.column_max @ np.abs(coef))
-        fast_tolerance = np.nextafter(tolerance.astype(np.float32), np.float32(np.inf))
-    if not (np.isfinite(fast_coef).all() and np.isfinite(fast_tolerance).all()):
-        # weights beyond single's range: all in double, the tolerance then double's own
-        fast, fast_coef, fast_tolerance = data.scoring, coef, tolerance * 2.0**-29
+    fast, fast_coef, fast_tolerance, sane = _scoring_precision(data, coef)
     tested = None if test_mask is None else np.ascontiguousarray(test_mask.T[np.argsort(data.rank)])
     chunk = max(64, SCORE_BYTES // (fast.itemsize * classifiers.shape[0]))
     errors = _count_in_chunks(
         fast, fast_coef, fast_tolerance, data.scoring, coef, data.n_negative, chunk, tested
-    )
-    if tested is not None:
-        return errors.astype(np.int64)
-    wrong_on_training_rows = _wrong_on_rows(
-        fast, np.ascontiguousarray(fast_coef.T), fast_tolerance, data.scoring, coef,
-        data.rank[train], data.n_negative,
-    )  # fmt: skip
-    return errors - wrong_on_training_rows
+    ).astype(np.int64)
+    if tested is None:
+        errors -= _wrong_on_rows(
+            fast, np.ascontiguousarray(fast_coef.T), fast_tolerance, data.scoring, coef,
+            data.rank[train], data.n_negative,
+        )  # fmt: skip
+    if not sane.all():
+        S, m = train.shape
+        models = sorted({int(k) // S + 1 for k in np.flatnonzero(~sane)})
+        raise NonFiniteDecisions(
+            f"m={m}: {int((~sane).sum())} classifier(s) of model(s) {models} (in the config's "
+            "order) have weights that are not finite or so large that decision values may "
+            "overflow; counted as wrong where they do. Please report this with the config",
+            errors,
+        )
+    return errors
 
 
 @dataclass(frozen=True)

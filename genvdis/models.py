@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from genvdis import hyperplanes, streams
+from genvdis.errors import UserError
 from genvdis.newton import Design, Gathered, Masked, NewtonFit, Sparse, newton_logistic
 from genvdis.preprocessing import FeatureLayout
 
@@ -235,7 +236,16 @@ class LDA(LinearModel):
         mu0, mu1, centred = _class_means(Zt, yt, n0, n1)
         cov = np.einsum("smd,sme->sde", centred, centred) / Zt.shape[1]
         cov += self.epsilon * np.eye(Z.shape[1])
-        coef = np.linalg.solve(cov, (mu1 - mu0)[..., None])[..., 0]
+        try:
+            coef = np.linalg.solve(cov, (mu1 - mu0)[..., None])[..., 0]
+        except np.linalg.LinAlgError:
+            coef = None
+        if coef is None or not np.isfinite(coef).all():  # epsilon too small to regularise
+            raise UserError(
+                f"models: lda (epsilon {self.epsilon:g}): a training set of m={idx.shape[1]} "
+                "has a singular covariance (collinear or constant attributes); give lda a "
+                "larger epsilon (default 1e-4)"
+            )
         intercept = -0.5 * np.einsum("sd,sd->s", mu1 + mu0, coef) + np.log(n1 / n0)
         return BatchFit(coef, intercept, np.zeros(idx.shape[0], dtype=bool))
 

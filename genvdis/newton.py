@@ -511,7 +511,14 @@ def _solve(A: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _pseudo_inverse_steps(hess: np.ndarray, grad: np.ndarray) -> np.ndarray:
-    return np.einsum("sde,se->sd", np.linalg.pinv(hess), grad)
+    """H^+ g for each problem; no step (0) where H or g is not finite, which only an overflow
+    makes: LAPACK's SVD may fail or never return on inf and NaN."""
+    finite = np.isfinite(hess).all(axis=(1, 2)) & np.isfinite(grad).all(axis=1)
+    if finite.all():
+        return np.einsum("sde,se->sd", np.linalg.pinv(hess), grad)
+    delta = np.zeros(grad.shape)
+    delta[finite] = _pseudo_inverse_steps(hess[finite], grad[finite])
+    return delta
 
 
 def _newton_direction(hess: np.ndarray, grad: np.ndarray) -> np.ndarray:
