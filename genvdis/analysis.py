@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import yaml
 from scipy import optimize, stats
 
 from genvdis.errors import UserError
+from genvdis.runfiles import read_errors, read_run_config
 
 log = logging.getLogger(__name__)
 
@@ -334,22 +334,19 @@ def choose_pair(models: list[str]) -> tuple[str, str] | None:
 
 
 def read_config(panel_dir: Path) -> dict[str, Any]:
-    """The keys the analysis needs, with the folder name standing in when config.yaml lacks."""
-    path = panel_dir / "config.yaml"
-    cfg = yaml.safe_load(path.read_text()) if path.exists() else {}
-    cfg = cfg if isinstance(cfg, dict) else {}
+    """The keys the analysis needs, with the folder name standing in when config.yaml lacks
+    them (or holds something else than the numbers where numbers belong)."""
+    cfg = read_run_config(panel_dir)
     name = str(cfg.get("name") or panel_dir.name)
-    models = [
-        str(x["name"]) for x in cfg.get("models") or [] if isinstance(x, dict) and "name" in x
-    ]
-    panel = cfg.get("panel")
-    n_rows = cfg.get("n_rows")
+    models = cfg.get("models") if isinstance(cfg.get("models"), list) else []
+    names = [str(x["name"]) for x in models if isinstance(x, dict) and "name" in x]
+    panel, n_rows = cfg.get("panel"), cfg.get("n_rows")
     return dict(
         name=name,
         title=str(cfg.get("title") or name),
-        panel=int(panel) if panel is not None else None,
-        n_rows=int(n_rows) if n_rows is not None else None,
-        models=models,
+        panel=panel if isinstance(panel, int) else None,
+        n_rows=n_rows if isinstance(n_rows, int) else None,
+        models=names,
     )
 
 
@@ -404,11 +401,9 @@ def _differences_table(errors: pd.DataFrame, diffs: pd.DataFrame, a: str, b: str
 def analyse_panel(panel_dir: Path, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
     """One row of the results table; also writes <panel_dir>/differences.csv."""
     panel_dir = Path(panel_dir)
-    path = panel_dir / "errors.csv"
-    if not path.exists():
-        raise UserError(f"{path} not found")
-    errors = pd.read_csv(path)
-    _check_errors(errors)
+    if not (panel_dir / "errors.csv").exists():
+        raise UserError(f"{panel_dir / 'errors.csv'} not found")
+    errors = read_errors(panel_dir)
     cfg = read_config(panel_dir)
     present = list(dict.fromkeys(cfg["models"] + sorted(errors["model"].unique())))
     present = [x for x in present if x in set(errors["model"])]

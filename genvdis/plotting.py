@@ -12,6 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from genvdis import results  # noqa: E402
+from genvdis.runfiles import read_run_config, read_summary  # noqa: E402
 
 STYLES = {
     "naive_bayes": {"linestyle": "-", "color": "tab:blue", "label": "naive Bayes"},
@@ -54,9 +55,9 @@ def save_figure(fig: plt.Figure, stem: Path) -> list[Path]:
 
 def plot_run(run_dir: Path) -> list[Path]:
     """`<run>/<name>.png` and `.pdf` from `<run>/summary.csv`."""
-    config = results.read_resolved(run_dir) or {}
+    config = read_run_config(run_dir)
     name = config.get("name", run_dir.name)
-    summary = pd.read_csv(run_dir / "summary.csv")
+    summary = read_summary(run_dir)
     fig, ax = plt.subplots(figsize=(5, 3.6))
     draw_panel(ax, summary, config.get("title") or name)
     ax.legend(fontsize=8)
@@ -71,8 +72,8 @@ def plot_figure1(results_dir: Path, runs: list[Path]) -> list[Path]:
     """The paper's Figure 1: the 15 panels in its order, 3 x 5. Needs >= 1 numbered panel."""
     panels = {}
     for run in runs:
-        config = results.read_resolved(run) or {}
-        if config.get("panel"):
+        config = read_run_config(run)
+        if isinstance(config.get("panel"), int) and 1 <= config["panel"] <= 15:
             panels[int(config["panel"])] = (run, config)
     if not panels:
         return []
@@ -83,7 +84,7 @@ def plot_figure1(results_dir: Path, runs: list[Path]) -> list[Path]:
             ax.text(0.5, 0.5, f"panel {number}: not run", ha="center", transform=ax.transAxes)
             continue
         run, config = panels[number]
-        draw_panel(ax, pd.read_csv(run / "summary.csv"), config.get("title", run.name), True)
+        draw_panel(ax, read_summary(run), config.get("title") or run.name, True)
     handles = [plt.Line2D([], [], **STYLES[m]) for m in ("naive_bayes", "logistic_regression")]
     fig.legend(handles=handles, loc="lower center", ncol=2, frameon=False)
     fig.tight_layout(rect=(0, 0.03, 1, 1))
