@@ -8,6 +8,7 @@ have been withdrawn from the UCI site), and a mirror that may be a URL or a loca
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import shutil
@@ -22,6 +23,12 @@ from genvdis.errors import UserError
 UCI_BASE = "https://archive.ics.uci.edu/ml/machine-learning-databases/"
 MIRROR_ENV = "GENVDIS_MIRROR"
 DATA_ENV = "GENVDIS_DATA"
+
+# Downloads larger than this are stopped: a registered file at SIZE_FACTOR x its registered
+# size, a user's URL at MAX_USER_BYTES (a wrong URL can serve anything, without end).
+SIZE_FACTOR, MAX_USER_BYTES = 10, 2**30
+DISK_FULL = {errno.ENOSPC, errno.EDQUOT}
+NOT_WRITABLE = {errno.EACCES, errno.EPERM, errno.EROFS}
 
 pooch.get_logger().setLevel(logging.WARNING)
 log = logging.getLogger(__name__)
@@ -65,35 +72,68 @@ def source_urls(file: RemoteFile, mirror: str | None = None) -> list[str]:
     return [UCI_BASE + file.path, *file.other_urls]
 
 
-def _copy_local(url: str, output_file: str, _pooch: object) -> None:
+class TooLarge(Exception):
+    """A download past its size cap (stopped there)."""
+
+
+def _copy_local(limit: int):
     """A pooch downloader for a mirror that is a local folder."""
-    source = Path(url)
-    if not source.is_file():
-        raise FileNotFoundError(f"not in the local mirror: {source}")
-    shutil.copyfile(source, output_file)
+
+    def copy(url: str, output_file: str, _pooch: object) -> None:
+        source = Path(url)
+        if not source.is_file():
+            raise FileNotFoundError(f"not in the local mirror: {source}")
+        if source.stat().st_size > limit:
+            raise TooLarge
+        shutil.copyfile(source, output_file)
+
+    return copy
+
+
+def _http_download(limit: int):
+    """A pooch downloader over HTTP(S) that stops past `limit` bytes (pooch's has no cap)."""
+
+    def download(url: str, output_file: str, _pooch: object) -> None:
+        import requests
+
+        with requests.get(url, stream=True, timeout=60) as response:
+            response.raise_for_status()
+            if int(response.headers.get("content-length") or 0) > limit:
+                raise TooLarge
+            written = 0
+            with open(output_file, "wb") as sink:
+                for chunk in response.iter_content(chunk_size=2**16):
+                    written += len(chunk)
+                    if written > limit:
+                        raise TooLarge
+                    sink.write(chunk)
+
+    return download
 
 
 def fetch_file(file: RemoteFile, *, mirror: str | None = None, cache: Path | None = None) -> Path:
     """Return the cached, verified path of `file`, downloading it first if needed."""
     urls = source_urls(file, mirror_base(mirror))
-    return _retrieve(urls, file.sha256, data_dir(cache) / file.path, file.path)
+    limit = SIZE_FACTOR * file.size
+    return _retrieve(urls, file.sha256, data_dir(cache) / file.path, file.path, limit)
 
 
 def fetch_url(url: str, sha256: str, *, cache: Path | None = None) -> Path:
     """A user's file at `url` (or a local path), pinned by its sha256, cached under user/."""
     name = urlparse(url).path.rstrip("/").rsplit("/", 1)[-1] or "data"
     target = data_dir(cache) / "user" / sha256[:16] / name
-    return _retrieve([url], sha256.lower(), target, url)
+    return _retrieve([url], sha256.lower(), target, url, MAX_USER_BYTES)
 
 
-def _retrieve(urls: list[str], sha256: str, target: Path, label: str) -> Path:
-    """Try each address in turn; pooch verifies the sha256 before the file enters the cache."""
+def _retrieve(urls: list[str], sha256: str, target: Path, label: str, limit: int) -> Path:
+    """Try each address in turn; pooch verifies the sha256 before the file enters the cache.
+    A full disk, or a cache that cannot be written, is said as such (not a network problem)."""
     if target.is_file() and pooch.file_hash(str(target)) == sha256:
         return target
     failures: list[str] = []
     for url in urls:
         local = not _is_url(url)
-        downloader = _copy_local if local else pooch.HTTPDownloader(timeout=60)
+        downloader = _copy_local(limit) if local else _http_download(limit)
         try:
             path = pooch.retrieve(
                 str(_local_path(url)) if local else url,
@@ -111,10 +151,29 @@ def _retrieve(urls: list[str], sha256: str, target: Path, label: str) -> Path:
                     "the download was not kept"
                 ) from None
             failures.append(f"{url}: {error}")
+        except TooLarge:
+            raise UserError(
+                f"{label}: {url} serves more than {limit} bytes, the most genvdis takes for "
+                "it; the download was stopped and not kept"
+            ) from None
         except Exception as error:  # network errors come in many types; all mean "try the next"
+            if isinstance(error, OSError) and error.errno in DISK_FULL | NOT_WRITABLE:
+                raise UserError(f"{label}: {_disk_problem(error, target.parent)}") from None
             failures.append(f"{url}: {type(error).__name__}")
             log.debug("download of %s failed", url, exc_info=True)
     raise UserError(
         f"{label}: could not download it and it is not in the cache {target.parent} "
         f"(tried {'; '.join(failures)}); check the network, or set {MIRROR_ENV} / --mirror"
+    )
+
+
+def _disk_problem(error: OSError, folder: Path) -> str:
+    if error.errno in DISK_FULL:
+        return (
+            f"no space left on the disk of the data cache {folder} ({error.strerror}); "
+            f"free some, or set {DATA_ENV} to a folder on another disk"
+        )
+    return (
+        f"cannot write to the data cache {folder} ({error.strerror}); "
+        f"set {DATA_ENV} to a folder you can write to"
     )
