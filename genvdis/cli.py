@@ -83,6 +83,7 @@ def main(
         root.removeHandler(handler)  # main() may run more than once in a process (tests)
     root.addHandler(_StderrHandler(verbose))
     root.setLevel(logging.DEBUG if verbose else logging.INFO)
+    logging.captureWarnings(True)  # Python warnings are log lines too: --quiet hides them
 
 
 class _StderrHandler(logging.StreamHandler):
@@ -113,8 +114,8 @@ def _start_run(jobs: int, quiet: bool) -> bool:
 
     if jobs < 1:
         raise UserError("--jobs must be >= 1")
-    if quiet:
-        logging.getLogger().setLevel(logging.WARNING)
+    if quiet:  # errors only: no progress, no notices, no warnings
+        logging.getLogger().setLevel(logging.ERROR)
     return not quiet and sys.stderr.isatty()
 
 
@@ -155,7 +156,7 @@ def run(
 ) -> None:
     """Run the protocol: S random splits per m, every model, errors and summary CSVs."""
     from genvdis import engine
-    from genvdis.config import load_config
+    from genvdis.config import MAX_SEED, load_config
     from genvdis.errors import UserError
 
     progress = _start_run(jobs, quiet)
@@ -163,8 +164,8 @@ def run(
         raise UserError(f"--backend must be loky, threading or dask, not '{backend}'")
     if splits is not None and splits < 1:
         raise UserError(f"--splits must be >= 1, not {splits}")
-    if seed is not None and seed < 0:
-        raise UserError(f"--seed must be >= 0, not {seed}")
+    if seed is not None and not 0 <= seed <= MAX_SEED:
+        raise UserError(f"--seed must be from 0 to 2^63 - 1 = {MAX_SEED}, not {seed}")
     if scheduler and backend != "dask":
         raise UserError("--scheduler needs --backend dask")
     loaded = [load_config(path).with_overrides(splits=splits, seed=seed) for path in configs]
@@ -221,8 +222,12 @@ def report(
 ) -> None:
     """Crossovers, asymptotes and verdicts per run: REPORT.md and REPORT.html."""
     from genvdis import results
+    from genvdis.config import MAX_BOOT, MIN_BOOT
+    from genvdis.errors import UserError
     from genvdis.report import write_report
 
+    if not MIN_BOOT <= boot <= MAX_BOOT:
+        raise UserError(f"--boot must be from {MIN_BOOT} to {MAX_BOOT}, not {boot}")
     results.find_runs(results_dir)
     for path in write_report(results_dir, n_boot=boot):
         typer.echo(str(path))
