@@ -28,8 +28,8 @@ Model = TypeVar("Model", bound=BaseModel)
 
 # Seeds are hashed as signed 64-bit integers (genvdis.streams).
 MAX_SEED = 2**63 - 1
-# Bootstrap resamples (report --boot, a theory config's boot): fewer cannot give a 95%
-# interval; more than the upper bound only costs memory (resamples x splits weights).
+# Bootstrap resamples (report --boot, a theory config's boot): fewer than 10 make no 95%
+# interval; past 10x the default (1000) more add only memory (resamples x splits weights).
 MIN_BOOT, MAX_BOOT = 10, 10_000
 # A run's name is a folder under --out, and `<name>.png` a file in it: a plain name (nothing
 # outside --out), well under the 255 bytes a file name may have.

@@ -105,10 +105,11 @@ class EncodedData:
         rank = np.empty_like(order)
         rank[order] = np.arange(order.size)
         scoring = np.ascontiguousarray(np.column_stack([onehot, np.ones(len(y))])[order])
+        with np.errstate(over="ignore"):  # values beyond single's range: scored in double
+            scoring32 = scoring.astype(np.float32)
         return cls(
             onehot, layout.onehot(X, drop_first=True), y, np.array(columns, dtype=np.int64),
-            scoring, rank, int((y == 0).sum()), scoring.astype(np.float32),
-            np.abs(scoring).max(axis=0, initial=0.0),
+            scoring, rank, int((y == 0).sum()), scoring32, np.abs(scoring).max(axis=0, initial=0.0),
         )  # fmt: skip
 
     def as_onehot(self, fit: BatchFit, reference_coding: bool) -> np.ndarray:
@@ -261,24 +262,28 @@ def _scoring_precision(
     below DOUBLE_REACH on every row, so no decision value can overflow. The others get an
     infinite tolerance: each of their values is then decided in double, non-finite as wrong.
 
-    Rounding x and w to single and summing D + 1 products moves x.w by at most (D + 3) u
-    sum_j |x_j w_j| (u = 2^-24, the unit roundoff), plus, where a weight or product falls
-    below single's normal range (2^-126), 2^-126 a term times |x_j| (even with subnormals
-    flushed to 0); the tolerance is twice the first, plus the second, rounded up to single."""
+    Rounding x and w and summing D + 1 products moves x.w by at most (D + 3) u sum_j |x_j w_j|
+    (u the unit roundoff: 2^-24 in single, 2^-53 in double), plus, where a weight or a product
+    falls below the normal range (2^-126 in single), that a term times |x_j| + 1 (even with
+    subnormals flushed to 0). The tolerance is twice the sum, rounded up to single."""
     d = coef.shape[0]
+    scale = 1.0 + data.column_max.max(initial=0.0)  # bounds |x_j| + 1
     with np.errstate(over="ignore", invalid="ignore"):
         reach = data.column_max @ np.abs(coef)  # bounds |x.w| on every row
         sane = reach < DOUBLE_REACH  # False for NaN
-        floor = d * 2.0**-125 * (1.0 + data.column_max.max(initial=0.0))
-        tolerance = np.where(sane, (d + 3) * 2.0**-23 * reach + floor, np.inf)
         fast_coef = coef.astype(np.float32)
-    single = sane.all() and reach.max(initial=0.0) < SINGLE_REACH
-    single = single and data.column_max.max(initial=0.0) < SINGLE_REACH
+    single = sane.all() and max(reach.max(initial=0.0), scale) < SINGLE_REACH
     if single and np.isfinite(fast_coef).all():
-        fast_tolerance = np.nextafter(tolerance.astype(np.float32), np.float32(np.inf))
-        return data.scoring32, fast_coef, fast_tolerance, sane
-    # weights or values beyond single's range: all in double, the tolerance then double's own
-    return data.scoring, coef, tolerance * 2.0**-29, sane
+        bound = _tolerance(d, reach, scale, sane, 2.0**-24, 2.0**-126).astype(np.float32)
+        return data.scoring32, fast_coef, np.nextafter(bound, np.float32(np.inf)), sane
+    # weights or values beyond single's range: all in double
+    return data.scoring, coef, _tolerance(d, reach, scale, sane, 2.0**-53, 2.0**-1022), sane
+
+
+def _tolerance(d, reach, scale, sane, u: float, tiny: float) -> np.ndarray:
+    """Twice the rounding bound of `_scoring_precision` (u the unit roundoff, tiny the
+    smallest normal number); infinite where a classifier is not sane."""
+    return np.where(sane, 2 * ((d + 3) * u * np.where(sane, reach, 0.0) + d * tiny * scale), np.inf)
 
 
 def count_errors(

@@ -132,12 +132,12 @@ def _to_numbers(column: pd.Series, name: str) -> pd.Series:
 def _check_not_empty(frame: pd.DataFrame, labelled: pd.Series) -> None:
     """An attribute missing in every labelled row would be NaN everywhere (imputed from
     nothing) or drop every row: refused, by name."""
-    for name in frame.columns:
-        if frame.loc[labelled, name].isna().all():
-            raise UserError(
-                f"attribute '{name}' is missing in every row; "
-                "leave it out (list the attributes to use in attributes:)"
-            )
+    empty = frame[labelled].isna().all()
+    if empty.any():
+        raise UserError(
+            f"attribute '{empty.idxmax()}' is missing in every row; "
+            "leave it out (list the attributes to use in attributes:)"
+        )
 
 
 def _discretize(values: np.ndarray, options: Preprocessing) -> np.ndarray:

@@ -72,13 +72,16 @@ splits: 3
 """
 
 
-def config(*extra: str, replace: dict[str, str] | None = None) -> str:
-    """BASE with some of its text replaced and lines added."""
-    text = BASE
+def edited(text: str, *extra: str, replace: dict[str, str] | None = None) -> str:
+    """A config's text with some of it replaced and lines added."""
     for old, new in (replace or {}).items():
         assert old in text, old
         text = text.replace(old, new)
     return text + "".join(line + "\n" for line in extra)
+
+
+def config(*extra: str, replace: dict[str, str] | None = None) -> str:
+    return edited(BASE, *extra, replace=replace)
 
 
 def dataset(extra: str) -> str:
@@ -99,11 +102,7 @@ epsilon: [0.05]
 
 
 def theory(*extra: str, replace: dict[str, str] | None = None) -> str:
-    text = THEORY
-    for old, new in (replace or {}).items():
-        assert old in text, old
-        text = text.replace(old, new)
-    return text + "".join(line + "\n" for line in extra)
+    return edited(THEORY, *extra, replace=replace)
 
 
 def alias_bomb() -> str:
