@@ -218,14 +218,21 @@ def plot(
 def report(
     results_dir: Annotated[Path, typer.Argument(help="The results folder.")] = Path("results"),
     boot: Annotated[int, typer.Option(help="Bootstrap resamples for the crossover.")] = 1000,
+    serve: Annotated[
+        bool, typer.Option("--serve", help="Then serve the folder on 127.0.0.1 until Ctrl-C.")
+    ] = False,
+    port: Annotated[int, typer.Option(help="Port for --serve (0: any free port).")] = 8000,
 ) -> None:
-    """Crossovers, asymptotes and verdicts per run: REPORT.md and REPORT.html."""
-    from genvdis import results
+    """Crossovers, asymptotes and verdicts per run: REPORT.md, REPORT.html, explorer.html."""
+    from genvdis import explorer, results
     from genvdis.report import write_report
 
     results.find_runs(results_dir)
-    for path in write_report(results_dir, n_boot=boot):
+    server = explorer.make_server(results_dir, port) if serve else None
+    for path in [*write_report(results_dir, n_boot=boot), explorer.page_path(results_dir)]:
         typer.echo(str(path))
+    if server is not None:
+        explorer.serve(server, say=typer.echo)
 
 
 @app.command("datasets")
