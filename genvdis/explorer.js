@@ -4,7 +4,9 @@
 (function () {
   const DATA = JSON.parse(document.getElementById("explorer-data").textContent);
   const SVG = "http://www.w3.org/2000/svg";
-  const PALETTE = ["#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"];
+  // variants' colours: matplotlib's tab10 without the models' blue, red, green and the
+  // crossover's orange
+  const PALETTE = ["#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"];
   const SHORT = { naive_bayes: "NB", logistic_regression: "LR", lda: "LDA" };
   const MODELS = {};
   DATA.models.forEach((m) => { MODELS[m.name] = m; });
