@@ -5,6 +5,7 @@ committed results/ (15 panels, the examples with a third model and other separab
 
 The browser tests need Debian's chromium and the playwright package (dev extra); without them
 they skip, unless GENVDIS_REQUIRE_BROWSER=1 (CI) turns the skip into a failure.
+GENVDIS_CHROMIUM names another chromium binary (default: `chromium` on the PATH);
 GENVDIS_SCREENSHOT=docs/explorer.png also copies the README's screenshot there.
 """
 
