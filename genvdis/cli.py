@@ -219,9 +219,13 @@ def plot(
 def report(
     results_dir: Annotated[Path, typer.Argument(help="The results folder.")] = Path("results"),
     boot: Annotated[int, typer.Option(help="Bootstrap resamples for the crossover.")] = 1000,
+    serve: Annotated[
+        bool, typer.Option("--serve", help="Then serve the folder on 127.0.0.1 until Ctrl-C.")
+    ] = False,
+    port: Annotated[int, typer.Option(help="Port for --serve (0: any free port).")] = 8000,
 ) -> None:
-    """Crossovers, asymptotes and verdicts per run: REPORT.md and REPORT.html."""
-    from genvdis import results
+    """Crossovers, asymptotes and verdicts per run: REPORT.md, REPORT.html, explorer.html."""
+    from genvdis import explorer, results
     from genvdis.config import MAX_BOOT, MIN_BOOT
     from genvdis.errors import UserError
     from genvdis.report import write_report
@@ -229,8 +233,11 @@ def report(
     if not MIN_BOOT <= boot <= MAX_BOOT:
         raise UserError(f"--boot must be from {MIN_BOOT} to {MAX_BOOT}, not {boot}")
     results.find_runs(results_dir)
-    for path in write_report(results_dir, n_boot=boot):
+    server = explorer.make_server(results_dir, port) if serve else None
+    for path in [*write_report(results_dir, n_boot=boot), explorer.page_path(results_dir)]:
         typer.echo(str(path))
+    if server is not None:
+        explorer.serve(server, say=typer.echo)
 
 
 @app.command("datasets")

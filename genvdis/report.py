@@ -411,4 +411,7 @@ def write_report(
     md, page = results_dir / "REPORT.md", results_dir / "REPORT.html"
     md.write_text(to_markdown(blocks), encoding="utf-8")
     page.write_text(to_html(blocks, "genvdis report"), encoding="utf-8")
+    from genvdis.explorer import write_explorer  # imports this module's readers
+
+    write_explorer(results_dir)
     return md, page
