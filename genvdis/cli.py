@@ -33,6 +33,9 @@ Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar; err
 Jobs = Annotated[int, typer.Option("--jobs", "-j", help="Parallel workers.")]
 Splits = Annotated[int | None, typer.Option(help="Splits per m (default: config).")]
 Out = Annotated[Path, typer.Option(help="Results folder.")]
+RunConfigs = Annotated[
+    list[str], typer.Argument(help="YAML config files, or built-in names (genvdis configs).")
+]
 
 
 def _guarded(command):
@@ -108,15 +111,19 @@ class _StderrHandler(logging.StreamHandler):
         return ours or self.verbose or record.levelno >= logging.WARNING
 
 
-def _start_run(jobs: int, quiet: bool) -> bool:
-    """Checks and settings shared by `run` and `theory`; returns whether to show progress."""
-    from genvdis.errors import UserError
-
-    if jobs < 1:
-        raise UserError("--jobs must be >= 1")
+def _start_run(quiet: bool) -> bool:
+    """The logging level for `run` and `theory`; returns whether to show progress."""
     if quiet:  # errors only: no progress, no notices, no warnings
         logging.getLogger().setLevel(logging.ERROR)
     return not quiet and sys.stderr.isatty()
+
+
+def _headless() -> None:
+    """Figures are only saved: the Agg backend needs no display (chosen here, not on import
+    of genvdis.plotting, so that notebooks keep theirs)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
 
 
 @app.command()
@@ -142,7 +149,7 @@ def fetch(
 @app.command()
 @_guarded
 def run(
-    configs: Annotated[list[Path], typer.Argument(help="YAML config files.")],
+    configs: RunConfigs,
     splits: Splits = None,
     jobs: Jobs = 1,
     seed: Annotated[int | None, typer.Option(help="Random seed (default: config).")] = None,
@@ -155,47 +162,42 @@ def run(
     quiet: Quiet = False,
 ) -> None:
     """Run the protocol: S random splits per m, every model, errors and summary CSVs."""
-    from genvdis import engine
-    from genvdis.config import MAX_SEED, load_config
+    from genvdis import api
     from genvdis.errors import UserError
 
-    progress = _start_run(jobs, quiet)
-    if backend not in {"loky", "threading", "dask"}:
-        raise UserError(f"--backend must be loky, threading or dask, not '{backend}'")
-    if splits is not None and splits < 1:
-        raise UserError(f"--splits must be >= 1, not {splits}")
-    if seed is not None and not 0 <= seed <= MAX_SEED:
-        raise UserError(f"--seed must be from 0 to 2^63 - 1 = {MAX_SEED}, not {seed}")
-    if scheduler and backend != "dask":
-        raise UserError("--scheduler needs --backend dask")
-    loaded = [load_config(path).with_overrides(splits=splits, seed=seed) for path in configs]
+    progress = _start_run(quiet)
+    options = dict(jobs=jobs, backend=backend, scheduler=scheduler)
+    api.check_run_options(splits=splits, seed=seed, **options)
+    loaded = [api.load_config(path).with_overrides(splits=splits, seed=seed) for path in configs]
     for path, config in zip(configs, loaded, strict=True):
         try:
-            run_dir = engine.run_experiment(
-                config, out, jobs=jobs, backend=backend, scheduler=scheduler, mirror=mirror,
-                base_dir=path.parent, progress=progress,
-            )  # fmt: skip
+            done = api.run(config, out=out, mirror=mirror, progress=progress, **options)
         except UserError as error:  # say which config, when several run in one go
             if str(error).startswith("--"):
                 raise
             raise UserError(f"{path}: {error}") from None
-        log.info("%s: wrote %s", config.name, run_dir)
+        log.info("%s: wrote %s", config.name, done.path)
 
 
 @app.command()
 @_guarded
 def theory(
-    configs: Annotated[list[Path], typer.Argument(help="Theory YAML configs.")],
+    configs: Annotated[
+        list[str], typer.Argument(help="Theory YAML configs, or built-in names (genvdis configs).")
+    ],
     splits: Splits = None,
     jobs: Jobs = 1,
     out: Out = Path("results"),
     quiet: Quiet = False,
 ) -> None:
     """Sample complexity on synthetic data: m*(eps) vs n features, NB vs LR, with fits."""
+    from genvdis import api, builtin
     from genvdis.theory import load_theory_config, run_theory
 
-    progress = _start_run(jobs, quiet)
-    for config in [load_theory_config(path) for path in configs]:
+    progress = _start_run(quiet)
+    api.check_run_options(jobs=jobs, splits=splits)
+    _headless()
+    for config in [load_theory_config(builtin.resolve(path, "theory")) for path in configs]:
         root = run_theory(config, out, jobs=jobs, splits=splits, progress=progress)
         log.info("%s: wrote %s", config.name, root)
 
@@ -208,6 +210,7 @@ def plot(
     ),
 ) -> None:
     """Draw error vs. m for every run, and Figure 1 (3 x 5) when paper panels are there."""
+    _headless()
     from genvdis.plotting import plot_results
 
     for path in plot_results(results_dir):
@@ -271,15 +274,17 @@ def list_datasets(
 @app.command()
 @_guarded
 def validate(
-    configs: Annotated[list[Path], typer.Argument(help="YAML config files.")],
+    configs: Annotated[
+        list[str], typer.Argument(help="YAML config files, or built-in names (genvdis configs).")
+    ],
 ) -> None:
     """Check configs (run or theory; schema, dataset name) without fetching or running."""
-    from genvdis import datasets
+    from genvdis import builtin, datasets
     from genvdis.config import is_theory_config, parse_config, read_yaml
     from genvdis.theory import parse_theory_config
 
     for path in configs:
-        data = read_yaml(path)
+        data = read_yaml(builtin.resolve(path))
         if is_theory_config(data):
             theory = parse_theory_config(data, str(path))
             typer.echo(f"{path}: ok (theory {theory.name}, {len(theory.n)} values of n)")
@@ -288,6 +293,46 @@ def validate(
         if isinstance(config.dataset, str):
             datasets.get_info(config.dataset)
         typer.echo(f"{path}: ok ({config.name}, {len(config.size_grid)} sizes)")
+
+
+@app.command("configs")
+@_guarded
+def list_configs() -> None:
+    """The built-in configs: the 15 Figure 1 panels and the theory experiments."""
+    from rich.console import Console
+    from rich.table import Column, Table
+
+    from genvdis import builtin
+
+    shipped = builtin.builtin_configs()
+    names = Column("name", no_wrap=True, min_width=max(len(c.name) for c in shipped))
+    table = Table(names, "kind", "panel", "dataset", "title")
+    for config in shipped:
+        panel = str(config.panel) if config.panel else "-"
+        table.add_row(config.name, config.kind, panel, config.dataset, config.title)
+    Console().print(table)
+    typer.echo(f"`genvdis run NAME` (panels), `genvdis theory NAME`; files: {builtin.folder()}")
+
+
+@app.command()
+@_guarded
+def init(
+    table: Annotated[Path, typer.Argument(help="Your CSV (.tsv: tab-separated), with a header.")],
+    target: Annotated[str, typer.Option(help="The label column's name.")],
+    positive: Annotated[
+        str | None, typer.Option(help="The positive class's label (default: inferred).")
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="The config to write (default: ./<table name>.yaml)."),
+    ] = None,
+    force: Annotated[bool, typer.Option(help="Overwrite an existing config.")] = False,
+) -> None:
+    """Write a commented starter config for your own table: kinds, classes, an m grid."""
+    from genvdis.starter import write_starter
+
+    path = write_starter(table, target, positive=positive, output=output, force=force)
+    typer.echo(f"wrote {path}: read its comments, then `genvdis run {path}`")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -16,6 +16,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationError,
     field_validator,
     model_validator,
@@ -262,6 +263,9 @@ class ExperimentConfig(StrictModel):
         ge=1,
         description="splits per task and per checkpoint; default: memory-capped (see engine)",
     )
+    # where a relative `dataset.path` is read from: the config file's folder (set by
+    # `load_config`; None means the current folder). Not a field: it changes no number.
+    _data_dir: Path | None = PrivateAttr(default=None)
 
     @field_validator("sizes", mode="after")
     @classmethod
@@ -310,11 +314,18 @@ class ExperimentConfig(StrictModel):
     def display_title(self) -> str:
         return self.title or self.name
 
+    @property
+    def data_dir(self) -> Path:
+        """The folder a relative `dataset.path` is read from (the config file's)."""
+        return self._data_dir or Path(".")
+
     def with_overrides(self, **changes: Any) -> ExperimentConfig:
         """A copy with some fields replaced (CLI options), validated again."""
         data = self.model_dump(mode="python")
         data.update({k: v for k, v in changes.items() if v is not None})
-        return parse_config(data, f"config '{self.name}' with options")
+        changed = parse_config(data, f"config '{self.name}' with options")
+        changed._data_dir = self._data_dir
+        return changed
 
 
 # Union-typed fields: pydantic names the member it tried after them in an error's path
@@ -371,5 +382,10 @@ def is_theory_config(data: Any) -> bool:
 
 
 def load_config(path: str | Path) -> ExperimentConfig:
-    """Read and validate a run config."""
-    return parse_config(read_yaml(path), str(path))
+    """Read and validate a run config; a relative `dataset.path` in it is read from the
+    config file's folder."""
+    config = parse_config(read_yaml(path), str(path))
+    dataset = config.dataset
+    if isinstance(dataset, FileDataset) and dataset.path and not Path(dataset.path).is_absolute():
+        config._data_dir = Path(path).parent  # only then: other configs compare equal as read
+    return config

@@ -1,25 +1,27 @@
 """Figures: error vs. m per run (naive Bayes solid, logistic regression dashed, as in the
-paper), and the 15-panel Figure 1 grid. Everything is drawn from summary.csv alone."""
+paper), and the 15-panel Figure 1 grid. Everything is drawn from summary.csv alone.
+
+Importing this module changes no matplotlib setting (a notebook keeps its backend and its
+rcParams): the CLI selects the Agg backend itself, and the settings that make saved files
+reproducible apply only while `save_figure` writes them.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import matplotlib.pyplot as plt
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from genvdis import results  # noqa: E402
-from genvdis.runfiles import read_run_config, read_summary  # noqa: E402
+from genvdis import results
+from genvdis.runfiles import read_run_config, read_summary
 
 STYLES = {
     "naive_bayes": {"linestyle": "-", "color": "tab:blue", "label": "naive Bayes"},
     "logistic_regression": {"linestyle": "--", "color": "tab:red", "label": "logistic regression"},
     "lda": {"linestyle": ":", "color": "tab:green", "label": "LDA (full covariance)"},
 }
-plt.rcParams.update({"svg.hashsalt": "genvdis", "pdf.compression": 6})
+SAVE_STYLE = {"svg.hashsalt": "genvdis", "pdf.compression": 6}
 METADATA = {"png": {"Software": None}, "pdf": {"CreationDate": None, "Producer": None}}
 
 
@@ -45,27 +47,38 @@ def draw_panel(ax: plt.Axes, summary: pd.DataFrame, title: str, small: bool = Fa
 def save_figure(fig: plt.Figure, stem: Path) -> list[Path]:
     """`stem`.png and .pdf, with no timestamps inside, so reruns give identical bytes."""
     paths = []
-    for ext in ("png", "pdf"):
-        path = stem.with_suffix(f".{ext}")
-        fig.savefig(path, dpi=150, bbox_inches="tight", metadata=METADATA[ext])
-        paths.append(path)
+    with plt.rc_context(SAVE_STYLE):
+        for ext in ("png", "pdf"):
+            path = stem.with_suffix(f".{ext}")
+            fig.savefig(path, dpi=150, bbox_inches="tight", metadata=METADATA[ext])
+            paths.append(path)
     plt.close(fig)
     return paths
+
+
+def run_axes(summary: pd.DataFrame, config: dict, ax: plt.Axes | None = None) -> plt.Axes:
+    """One run's learning curves with their legend, on `ax` or, when None, on a new figure
+    with the caption that `genvdis plot` saves (`config`: the run's config.yaml)."""
+    title = config.get("title") or config.get("name", "")
+    fig = None
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(5, 3.6))
+    draw_panel(ax, summary, title)
+    ax.legend(fontsize=8)
+    if fig is not None:
+        caption = f"{config.get('splits', '?')} random splits per m; bands: 95% intervals"
+        if (summary["frac_separable"] > 0.5).any():
+            caption += "; grey: most LR training sets separable"
+        fig.text(0.5, -0.05, caption, ha="center", fontsize=7, color="0.3")
+    return ax
 
 
 def plot_run(run_dir: Path) -> list[Path]:
     """`<run>/<name>.png` and `.pdf` from `<run>/summary.csv`."""
     config = read_run_config(run_dir)
     name = config.get("name", run_dir.name)
-    summary = read_summary(run_dir)
-    fig, ax = plt.subplots(figsize=(5, 3.6))
-    draw_panel(ax, summary, config.get("title") or name)
-    ax.legend(fontsize=8)
-    caption = f"{config.get('splits', '?')} random splits per m; bands: 95% intervals"
-    if (summary["frac_separable"] > 0.5).any():
-        caption += "; grey: most LR training sets separable"
-    fig.text(0.5, -0.05, caption, ha="center", fontsize=7, color="0.3")
-    return save_figure(fig, run_dir / name)
+    ax = run_axes(read_summary(run_dir), {"name": name, **config})
+    return save_figure(ax.figure, run_dir / name)
 
 
 def plot_figure1(results_dir: Path, runs: list[Path]) -> list[Path]:

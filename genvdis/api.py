@@ -1,0 +1,367 @@
+"""The Python API, for notebooks: load a config, run it, look at the results.
+
+`genvdis run` and `genvdis plot` are thin layers over these functions, so a run started here
+uses the same engine, checkpoints and files, and writes the same bytes, as the command line.
+Heavy libraries are imported inside the functions: `import genvdis` stays cheap.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from genvdis.errors import UserError
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.axes import Axes
+
+    from genvdis.config import ExperimentConfig
+
+BACKENDS = ("loky", "threading", "dask")
+
+
+def load_config(source: str | Path) -> ExperimentConfig:
+    """Read and validate a run config: a YAML file, or the name of a built-in one.
+
+    Parameters
+    ----------
+    source : str or Path
+        A config file's path; or, when no such file exists, the name of a built-in config
+        (`genvdis configs` lists them: the 15 Figure 1 panels).
+
+    Returns
+    -------
+    ExperimentConfig
+        The validated config (frozen; ``config.with_overrides(splits=...)`` makes a copy).
+
+    Raises
+    ------
+    UserError
+        The file is missing or invalid, or the name is not a built-in one; the message
+        names the file and the field.
+
+    Examples
+    --------
+    >>> import genvdis
+    >>> cfg = genvdis.load_config("pima")
+    >>> cfg.dataset, cfg.size_grid[:4], cfg.splits
+    ('pima', [10, 15, 20, 30], 1000)
+    """
+    from genvdis import builtin, config
+
+    return config.load_config(builtin.resolve(source, "panel"))
+
+
+def check_run_options(
+    *,
+    jobs: int = 1,
+    backend: str = "loky",
+    splits: int | None = None,
+    seed: int | None = None,
+    scheduler: str | None = None,
+) -> None:
+    """Check run options before anything runs (`genvdis run` checks them before it reads
+    any config).
+
+    Parameters
+    ----------
+    jobs, backend, splits, seed, scheduler
+        As `run` takes them.
+
+    Raises
+    ------
+    UserError
+        For a value no run can take, naming the option as the command line spells it.
+
+    Examples
+    --------
+    >>> from genvdis.api import check_run_options
+    >>> check_run_options(jobs=2, backend="threading")
+    >>> check_run_options(jobs=0)
+    Traceback (most recent call last):
+    genvdis.errors.UserError: --jobs must be >= 1
+    """
+    from genvdis.config import MAX_SEED
+
+    if jobs < 1:
+        raise UserError("--jobs must be >= 1")
+    if backend not in BACKENDS:
+        raise UserError(f"--backend must be loky, threading or dask, not '{backend}'")
+    if splits is not None and splits < 1:
+        raise UserError(f"--splits must be >= 1, not {splits}")
+    if seed is not None and not 0 <= seed <= MAX_SEED:
+        raise UserError(f"--seed must be from 0 to 2^63 - 1 = {MAX_SEED}, not {seed}")
+    if scheduler and backend != "dask":
+        raise UserError("--scheduler needs --backend dask")
+
+
+def run(
+    config: ExperimentConfig | str | Path,
+    *,
+    splits: int | None = None,
+    seed: int | None = None,
+    jobs: int = 1,
+    out: str | Path = "results",
+    backend: str = "loky",
+    scheduler: str | None = None,
+    mirror: str | None = None,
+    progress: bool = False,
+) -> Results:
+    """Run (or resume, or find finished) one config's experiment, as `genvdis run` does.
+
+    Parameters
+    ----------
+    config : ExperimentConfig, str or Path
+        A config from `load_config`, or what `load_config` accepts (a path or a built-in name).
+    splits, seed : int, optional
+        Replace the config's number of splits per m, and its seed.
+    jobs : int
+        Parallel workers.
+    out : str or Path
+        The results folder; the run writes ``<out>/<config name>/``.
+    backend : {'loky', 'threading', 'dask'}
+        How the workers run; ``scheduler`` is a dask scheduler's address (dask only).
+    mirror : str, optional
+        A base URL or folder replacing the UCI archive (default: ``$GENVDIS_MIRROR``).
+    progress : bool
+        Show a progress bar.
+
+    Returns
+    -------
+    Results
+        The finished run. Its CSVs are byte-identical to the command line's for the same
+        config, splits and seed, whatever ``jobs`` and ``backend``.
+
+    Examples
+    --------
+    >>> import genvdis
+    >>> res = genvdis.run("pima", splits=20, out="results")
+    >>> res.path.as_posix(), res.splits
+    ('results/pima', 20)
+    """
+    from genvdis import engine
+    from genvdis.config import ExperimentConfig
+
+    check_run_options(jobs=jobs, backend=backend, splits=splits, seed=seed, scheduler=scheduler)
+    if not isinstance(config, ExperimentConfig):
+        config = load_config(config)
+    config = config.with_overrides(splits=splits, seed=seed)
+    run_dir = engine.run_experiment(
+        config, Path(out), jobs=jobs, backend=backend, scheduler=scheduler, mirror=mirror,
+        base_dir=config.data_dir, progress=progress,
+    )  # fmt: skip
+    return Results(run_dir)
+
+
+def open_results(path: str | Path) -> Results:
+    """The results of a finished run, from its folder (one that holds summary.csv).
+
+    Parameters
+    ----------
+    path : str or Path
+        A run folder, ``<out>/<name>``.
+
+    Returns
+    -------
+    Results
+
+    Examples
+    --------
+    >>> import genvdis
+    >>> _ = genvdis.run("pima", splits=20, out="results")
+    >>> res = genvdis.open_results("results/pima")
+    >>> res.name, res.models
+    ('pima', ['naive_bayes', 'logistic_regression'])
+    """
+    return Results(path)
+
+
+class Results:
+    """A finished run's folder, read on demand: summary, per-split errors, statistics, figure.
+
+    Parameters
+    ----------
+    path : str or Path
+        The run folder (``<out>/<name>``, holding summary.csv and config.yaml).
+
+    Examples
+    --------
+    >>> import genvdis
+    >>> res = genvdis.run("pima", splits=20, out="results")
+    >>> res
+    Results('results/pima': pima, 2 models, 13 sizes, 20 splits per m)
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        if not (self.path / "summary.csv").is_file():
+            raise UserError(f"no finished run (summary.csv) in {self.path}")
+
+    def __repr__(self) -> str:
+        sizes = len(self.config.get("sizes") or [])
+        return (
+            f"Results('{self.path.as_posix()}': {self.name}, {len(self.models)} models, "
+            f"{sizes} sizes, {self.splits} splits per m)"
+        )
+
+    @cached_property
+    def config(self) -> dict[str, Any]:
+        """The config as run (config.yaml): with the version, data checksums, n, classes."""
+        from genvdis.runfiles import read_run_config
+
+        return read_run_config(self.path)
+
+    @property
+    def name(self) -> str:
+        """The run's name (its folder's, when config.yaml lacks one)."""
+        return str(self.config.get("name") or self.path.name)
+
+    @property
+    def splits(self) -> int | None:
+        """Random splits per m."""
+        return self.config.get("splits")
+
+    @property
+    def models(self) -> list[str]:
+        """The models, in the config's order."""
+        from genvdis import analysis
+
+        return analysis.read_config(self.path)["models"]
+
+    @cached_property
+    def summary(self) -> pd.DataFrame:
+        """summary.csv: per model and m, the mean error over splits and its 95% interval.
+
+        Examples
+        --------
+        >>> import genvdis
+        >>> res = genvdis.run("pima", splits=20, out="results")
+        >>> list(res.summary.columns)
+        ['model', 'm', 'n_splits', 'mean', 'std', 'sem', 'ci_low', 'ci_high', 'frac_separable']
+        """
+        from genvdis.runfiles import read_summary
+
+        return read_summary(self.path)
+
+    @cached_property
+    def errors(self) -> pd.DataFrame:
+        """errors.csv: one row per model, m and split (test errors, error rate, separable).
+
+        Examples
+        --------
+        >>> import genvdis
+        >>> res = genvdis.run("pima", splits=20, out="results")
+        >>> len(res.errors) == 2 * 13 * 20  # models x sizes x splits
+        True
+        """
+        from genvdis.runfiles import read_errors
+
+        path = self.path / "errors.csv"
+        if not path.is_file():  # the committed results keep only summaries
+            raise UserError(f"{path} not found: rerun `genvdis run` on this config to make it")
+        return read_errors(self.path)
+
+    def _pair(self, a: str | None, b: str | None) -> tuple[str, str]:
+        from genvdis import analysis
+
+        if a is not None and b is not None:
+            return a, b
+        pair = analysis.choose_pair(self.models)
+        if pair is None:
+            raise UserError(f"{self.name}: no logistic regression and generative model to compare")
+        return a or pair[0], b or pair[1]
+
+    def differences(
+        self, a: str | None = None, b: str | None = None, level: float = 0.95
+    ) -> pd.DataFrame:
+        """Paired differences error(a) - error(b) per m, with t intervals (as in the report).
+
+        Parameters
+        ----------
+        a, b : str, optional
+            Model names; default: logistic regression minus naive Bayes (or the run's other
+            generative model).
+        level : float
+            The intervals' confidence level.
+
+        Returns
+        -------
+        DataFrame
+            Columns m, mean_diff, sem, ci_low, ci_high, n_splits; a negative difference
+            means ``a`` makes fewer errors.
+
+        Examples
+        --------
+        >>> import genvdis
+        >>> res = genvdis.run("pima", splits=20, out="results")
+        >>> diffs = res.differences()
+        >>> list(diffs["m"][:3]), bool(diffs["mean_diff"].iloc[-1] < 0)
+        ([10, 15, 20], True)
+        """
+        from genvdis import analysis
+
+        a, b = self._pair(a, b)
+        return analysis.paired_differences(self.errors, a, b, level)
+
+    def crossover(
+        self,
+        a: str | None = None,
+        b: str | None = None,
+        n_boot: int = 1000,
+        seed: int = 0,
+        level: float = 0.95,
+    ) -> dict[str, Any]:
+        """The m from which ``a`` stays better than ``b``, with a bootstrap interval over splits.
+
+        Parameters
+        ----------
+        a, b : str, optional
+            Model names, as in `differences`.
+        n_boot, seed, level
+            Bootstrap resamples, their seed, and the interval's level (the report's defaults).
+
+        Returns
+        -------
+        dict
+            ``m_cross`` (grid m, None if the curves do not cross), ``m_cross_interp``
+            (interpolated in log m), ``ci_low``, ``ci_high``, ``frac_no_cross`` (share of
+            resamples without a crossover) and ``n_boot``; see docs/analysis.md.
+
+        Examples
+        --------
+        >>> import genvdis
+        >>> res = genvdis.run("pima", splits=20, out="results")
+        >>> cross = res.crossover()
+        >>> cross["m_cross"], cross["ci_low"] <= cross["m_cross_interp"] <= cross["ci_high"]
+        (80, True)
+        """
+        from genvdis import analysis
+
+        a, b = self._pair(a, b)
+        return analysis.crossover(self.errors, a, b, n_boot=n_boot, seed=seed, level=level)
+
+    def plot(self, ax: Axes | None = None) -> Axes:
+        """The learning curves: on ``ax``, or on a new figure, the one `genvdis plot` saves.
+
+        Parameters
+        ----------
+        ax : matplotlib Axes, optional
+            Where to draw (e.g. one panel of your own grid); default: a new figure.
+
+        Returns
+        -------
+        matplotlib Axes
+
+        Examples
+        --------
+        >>> import genvdis
+        >>> res = genvdis.run("pima", splits=20, out="results")
+        >>> ax = res.plot()
+        >>> ax.get_title(), [t.get_text() for t in ax.get_legend().get_texts()]
+        ('pima', ['naive Bayes', 'logistic regression'])
+        """
+        from genvdis import plotting
+
+        return plotting.run_axes(self.summary, {"name": self.name, **self.config}, ax)

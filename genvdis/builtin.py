@@ -1,0 +1,96 @@
+"""The configs that ship with genvdis: the 15 Figure 1 panels and the theory experiments.
+
+They are the repo's own `configs/*.yaml`, installed as the package `genvdis.configs` (see
+pyproject.toml), so a clone, an editable install, the sdist and the wheel all read the same
+files. A command that takes a config accepts a path or, when no such file exists, the name of
+a built-in config (`genvdis run pima`).
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import yaml
+
+from genvdis.errors import UserError
+
+Kind = Literal["panel", "theory"]
+
+
+@dataclass(frozen=True)
+class BuiltinConfig:
+    """One shipped config, as `genvdis configs` lists it."""
+
+    name: str
+    kind: Kind
+    title: str
+    dataset: str
+    panel: int | None
+    path: Path
+
+
+def folder() -> Path:
+    """Where the built-in YAML files are (configs/ in a clone or an editable install)."""
+    return Path(str(importlib.resources.files("genvdis.configs")))
+
+
+def _describe(path: Path) -> BuiltinConfig:
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if "dataset" in data:
+        kind: Kind = "panel"
+        dataset = str(data["dataset"])
+    else:  # a theory config (genvdis theory): synthetic data of one kind, several n
+        kind, dataset = "theory", f"synthetic {data['kind']}"
+    title = str(data.get("title") or data["name"])
+    return BuiltinConfig(path.stem, kind, title, dataset, data.get("panel"), path)
+
+
+def builtin_configs() -> list[BuiltinConfig]:
+    """Every built-in config: the 15 panels in Figure 1's order, then the theory configs.
+
+    Returns
+    -------
+    list of BuiltinConfig
+        Each with ``name`` (what `load_config` and `genvdis run` accept), ``kind``
+        ('panel' or 'theory'), ``title``, ``dataset``, ``panel`` (1-15 or None) and
+        ``path`` (the YAML file, to read or copy).
+
+    Examples
+    --------
+    >>> import genvdis
+    >>> shipped = genvdis.builtin_configs()
+    >>> [(c.name, c.kind, c.dataset) for c in shipped][:2]
+    [('pima', 'panel', 'pima'), ('adult-continuous', 'panel', 'adult')]
+    >>> len(shipped), shipped[-1].name
+    (17, 'theory-gaussian')
+    """
+    found = [_describe(path) for path in sorted(folder().glob("*.yaml"))]
+    return sorted(found, key=lambda c: (c.kind == "theory", c.panel or 0, c.name))
+
+
+def names(kind: Kind | None = None) -> list[str]:
+    """The built-in names of one kind (or all), in `builtin_configs()` order."""
+    return [c.name for c in builtin_configs() if kind is None or c.kind == kind]
+
+
+def resolve(source: str | Path, kind: Kind | None = None) -> Path:
+    """The config file `source` means: an existing path wins; else a bare name (no folder, no
+    .yaml) is a built-in config of `kind`; else the path itself (its reader then says it is
+    missing). An unknown bare name is a UserError that lists the built-in names."""
+    path = Path(source)
+    text = str(source)
+    if path.exists() or "/" in text or "\\" in text or path.suffix in {".yaml", ".yml"}:
+        return path
+    known = names(kind)
+    if text in known:
+        return folder() / f"{text}.yaml"
+    if text in names():  # a built-in of the other kind
+        command = "theory" if kind == "panel" else "run"
+        raise UserError(f"'{text}' is a built-in {command} config: `genvdis {command} {text}`")
+    what = {"panel": "run config", "theory": "theory config", None: "config"}[kind]
+    raise UserError(
+        f"'{text}' is neither a config file nor a built-in {what} (built-in: {', '.join(known)})"
+    )

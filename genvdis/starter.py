@@ -1,0 +1,313 @@
+"""`genvdis init`: a commented starter config for a user's own table.
+
+It reads the table as a run would (`datasets.load_file_dataset`), then writes out every
+choice, inferred or defaulted, with a comment saying why: each column's kind, the two classes,
+what to do with missing values, an m grid that fits the table, and the choices the paper
+leaves open. The rules are in docs/config.md ("Starting from your own table").
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from genvdis import __version__
+from genvdis.config import FileDataset, parse_config
+from genvdis.datasets import load_file_dataset
+from genvdis.errors import UserError
+from genvdis.results import atomic_write_text
+
+FEW_VALUES = 10  # whole numbers with at most this many distinct values are discrete
+FIRST_M = 10  # where most of the paper's panels start their m grid
+MAX_M = 3000  # adult's largest m: beyond it, runs get long and curves flat
+TRAIN_SHARE = 0.75  # the largest m leaves a quarter of the rows to test on
+NICE = (1, 1.5, 2, 3, 4, 6, 8)  # grid steps per decade, as in the panels' grids
+MANY_MISSING = 0.10  # drop rows with missing cells unless more than this share has one
+COMMENT_AT = 30
+WIDTH = 99
+
+
+@dataclass(frozen=True)
+class Column:
+    """One attribute column as the starter sees it."""
+
+    name: str
+    kind: str
+    why: str
+    usable: bool = True
+
+
+def infer_kind(values: pd.Series) -> tuple[str, str]:
+    """(kind, reason): text, and whole numbers with at most FEW_VALUES distinct values, are
+    discrete; other numbers are continuous."""
+    present = values.dropna()
+    distinct = present.nunique()
+    numbers = pd.to_numeric(present, errors="coerce")
+    if numbers.isna().any():
+        return "discrete", f"text, {distinct} values"
+    if distinct <= FEW_VALUES and (numbers == numbers.round()).all():
+        return "discrete", f"whole numbers, {distinct} values"
+    return "continuous", f"numbers, {distinct} distinct values"
+
+
+def describe_columns(frame: pd.DataFrame, target: str) -> list[Column]:
+    """Every column but the target, with its kind; empty and constant columns, and text with
+    a different value on every row (an identifier), are marked unusable."""
+    columns = []
+    for name in frame.columns:
+        if name == target:
+            continue
+        kind, why = infer_kind(frame[name])
+        present = frame[name].dropna()
+        distinct = present.nunique()
+        if distinct <= 1:
+            why, usable = ("empty" if distinct == 0 else "a single value") + ": left out", False
+        elif why.startswith("text") and distinct == len(present) > FEW_VALUES:
+            why, usable = f"text, a different value on each of {distinct} rows: left out", False
+        else:
+            usable = True
+        columns.append(Column(str(name), kind, why, usable))
+    if not any(c.usable for c in columns):
+        raise UserError("the table has no usable attribute column besides the target")
+    return columns
+
+
+@dataclass(frozen=True)
+class Target:
+    """How the label column becomes two classes, and the rows' classes (1, 0, NaN)."""
+
+    rule: str  # the YAML value of `target:`
+    why: str
+    y: pd.Series
+
+
+def _threshold(numbers: pd.Series) -> Target:
+    cut = numbers.median()
+    y = (numbers > cut).astype(float).where(numbers.notna())
+    why = (
+        f"the label column holds numbers ({numbers.nunique()} distinct values): positive means "
+        f"above their median, {cut:g}; give --positive LABEL to pick one value instead"
+    )
+    return Target('{threshold: {op: ">", value: median}}', why, y)
+
+
+def choose_target(labels: pd.Series, column: str, positive: str | None) -> Target:
+    """The positive class: --positive; else, for numbers with many values, above the median;
+    else the smaller of two classes, or, with more, the largest (the most even one-vs-rest
+    split)."""
+    numbers = pd.to_numeric(labels, errors="coerce")
+    many = labels.dropna().nunique() > FEW_VALUES
+    if positive is None and many and numbers.notna().sum() == labels.notna().sum():
+        return _threshold(numbers)
+    counts = labels.value_counts().sort_index()
+    listed = ", ".join(f"{json.dumps(str(k))} {v}" for k, v in list(counts.items())[:12])
+    listed += ", ..." if len(counts) > 12 else ""
+    if len(counts) < 2:
+        found = f": {listed} rows" if listed else ""
+        raise UserError(
+            f"--target: column '{column}' needs two classes, it has {len(counts)}{found}"
+        )
+    if positive is not None and positive not in counts.index:
+        raise UserError(f"--positive: '{positive}' is not a label in column '{column}' ({listed})")
+    if positive is None:
+        by_size = counts.sort_values(kind="stable")
+        two = len(counts) == 2
+        positive = str(by_size.index[0] if two else by_size.index[-1])
+        why = "the smaller class" if two else "the largest class, against all the others"
+    else:
+        why = "chosen with --positive"
+    y = (labels == positive).astype(float).where(labels.notna())
+    why = f"classes (rows): {listed}. Positive: {json.dumps(positive)}, {why}; " + (
+        "every other label is negative" if len(counts) > 2 else "the other is negative"
+    )
+    return Target(f"{{positive: [{json.dumps(positive)}]}}", why, y)
+
+
+def choose_missing(frame: pd.DataFrame, columns: list[Column], labelled: pd.Series):
+    """(policy, reason, rows kept): drop rows with a missing cell unless that loses more than
+    MANY_MISSING of them; then missing discrete values become a value of their own if only
+    discrete columns have any, else they are imputed."""
+    used = [c.name for c in columns if c.usable]
+    gaps = frame.loc[labelled, used].isna()
+    share = gaps.any(axis=1).mean()
+    rows = f"{int(gaps.any(axis=1).sum())} of {int(labelled.sum())} labelled rows"
+    if share <= MANY_MISSING:
+        keep = labelled & frame[used].notna().all(axis=1)
+        why = f"{rows} have a missing cell ('?', '', 'NA' or 'nan'); a row with one is dropped"
+        return "drop", why, keep
+    continuous = [c.name for c in columns if c.usable and c.kind == "continuous"]
+    if not gaps[continuous].any().any():
+        why = f"{rows} have a missing cell, all in discrete columns: too many to drop, so "
+        return "category", why + "a missing value is a value of its own, '?'", labelled
+    why = f"{rows} have a missing cell: too many to drop, so they are filled in with the "
+    return "impute", why + "column's mean (continuous) or most frequent value", labelled
+
+
+def size_grid(n: int, smaller: int) -> list[int]:
+    """Training-set sizes m: from FIRST_M (fewer on small tables; at least n / smaller, so
+    a stratified training set holds one example of the smaller class on average) to
+    TRAIN_SHARE of the rows (at most MAX_M), at the panels' 1-1.5-2-3-4-6-8 steps."""
+    top = min(int(TRAIN_SHARE * n), MAX_M)
+    bottom = max(math.ceil(n / max(smaller, 1)), min(FIRST_M, top // 8), 2)
+    if smaller < 2 or top < bottom:
+        raise UserError(
+            f"{n} usable rows, {smaller} of them in the smaller class, are too few for a "
+            "learning curve: it needs room for several training-set sizes and a test set"
+        )
+    steps = {round(s * 10**k) for k in range(5) for s in NICE}
+    inner = sorted(m for m in steps if bottom < m and m * 1.15 < top)
+    return [bottom, *inner, top] if top > bottom else [top]
+
+
+def _commented(code: str, comment: str = "", at: int = COMMENT_AT) -> list[str]:
+    """`code`, then `comment` wrapped into a column from `at` on."""
+    if not comment:
+        return [code]
+    parts = [" " * at + f"# {p}" for p in textwrap.wrap(comment, WIDTH - at - 2)]
+    if len(code) >= at:  # a long value: the comment goes below it
+        return [code, *parts]
+    return [code.ljust(at) + parts[0][at:], *parts[1:]]
+
+
+def _note(text: str) -> list[str]:
+    return [f"# {line}" for line in textwrap.wrap(text, WIDTH - 2)]
+
+
+def _key(name: str) -> str:
+    """A YAML mapping key: bare when plainly a name, else quoted."""
+    plain = re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.-]*", name)
+    special = name.lower() in {"yes", "no", "true", "false", "on", "off", "null", "y", "n"}
+    return name if plain and not special else json.dumps(name)
+
+
+def _dataset_lines(table: Path, data_path: str, target: str, columns: list[Column]) -> list[str]:
+    sep = "tab-separated" if table.suffix.lower() in {".tsv", ".tab"} else "comma-separated"
+    lines = ["dataset:"]
+    lines += _commented(
+        f"  path: {json.dumps(data_path)}", f"read from this config's folder; {sep}"
+    )
+    lines += _commented(f"  target: {json.dumps(target)}", "the label column")
+    lines += _commented(
+        "  kinds:",
+        "each column's kind, inferred and written out so that you can change it: text, and "
+        f"whole numbers with at most {FEW_VALUES} distinct values, are discrete; other numbers "
+        "are continuous",
+    )
+    codes = [f"    {_key(c.name)}: {c.kind}" for c in columns]
+    at = max(COMMENT_AT, *(len(code) + 1 for code in codes))  # one column for all the kinds
+    at = at if at <= WIDTH - 40 else COMMENT_AT
+    pairs = zip(codes, columns, strict=True)
+    return lines + [line for code, c in pairs for line in _commented(code, c.why, at)]
+
+
+def _attribute_lines(columns: list[Column]) -> list[str]:
+    if all(c.usable for c in columns):
+        return _commented("attributes: all", "every column but the label")
+    kept = json.dumps([c.name for c in columns if c.usable])
+    left = ", ".join(c.name for c in columns if not c.usable)
+    return [*_note(f"every column but the label, except {left} (see kinds)"), f"attributes: {kept}"]
+
+
+def _protocol_lines(sizes: list[int], n: int, smaller: int) -> list[str]:
+    grid = (
+        f"m grid: {n} usable rows, {smaller} in the smaller class. From {sizes[0]} (most of the "
+        f"paper's panels start at {FIRST_M}; at least n / smaller class, {math.ceil(n / smaller)}, "
+        "so that a training set holds one example of the smaller class on average) to "
+        f"{sizes[-1]}, {int(TRAIN_SHARE * 100)}% of the rows (at most {MAX_M}), leaving "
+        f"{n - sizes[-1]} to test on. The paper does not state its grids."
+    )
+    return [
+        "preprocessing:",
+        *_commented("  continuous: rescale", "continuous columns to [0, 1] with the table's min "
+                    "and max, as in the paper; or discretize (bins: 5)"),
+        "models:",
+        *_commented("  - naive_bayes", "Gaussian with a variance shared by the classes on "
+                    "continuous columns, Laplace-smoothed counts (l = 1) on discrete ones"),
+        "  - name: logistic_regression",
+        *_commented("    separable: sample", "on a linearly separable training set the maximum "
+                    "likelihood does not exist: sample draws a random separating hyperplane, "
+                    "as the paper did; max_margin and ridge are the alternatives "
+                    "(docs/separable.md)"),
+        *_note(grid),
+        f"sizes: {json.dumps(sizes)}",
+        *_commented("splits: 1000", "random splits per m, as in the paper (--splits 100 for a "
+                    "first look)"),
+        *_commented("split: stratified", "training sets keep the class shares (at least one of "
+                    "each); or random"),
+        *_commented("test: rest", "test on every row outside the training set"),
+        *_commented("seed: 0", "split s at size m is a function of (seed, m, s)"),
+    ]  # fmt: skip
+
+
+def config_name(table: Path) -> str:
+    """The config's `name` (its results folder) from the file's name."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", table.stem).strip("-._") or "own-data"
+
+
+def _relative(table: Path, folder: Path) -> str:
+    """The table's path as seen from the config's folder (runs read it from there)."""
+    try:
+        return Path(os.path.relpath(table.resolve(), folder.resolve())).as_posix()
+    except ValueError:  # another drive (Windows)
+        return table.resolve().as_posix()
+
+
+def starter_text(table: Path, target: str, positive: str | None, output: Path) -> str:
+    """The commented config for `table`, to be written at `output`; validated before return."""
+    frame = load_file_dataset(FileDataset(path=str(table), target=target)).frame
+    columns = describe_columns(frame, target)
+    chosen = choose_target(frame[target], target, positive)
+    missing, missing_why, keep = choose_missing(frame, columns, chosen.y.notna())
+    y = chosen.y[keep]
+    n, smaller = len(y), int(min(y.sum(), len(y) - y.sum()))
+    sizes = size_grid(n, smaller)
+    header = (
+        f"A starter config for {table.name}, written by `genvdis init` (genvdis {__version__}): "
+        "Ng & Jordan's protocol on your table. Each value was inferred from the file or is a "
+        "default, and its comment says which and why. Check them, edit freely (docs/config.md "
+        "has every key), then:"
+    )
+    lines = [
+        *_note(header),
+        f"#   genvdis validate {output.as_posix()}",
+        f"#   genvdis run {output.as_posix()}",
+        *_commented(f"name: {config_name(table)}", "the results folder: results/<name>/"),
+        *_commented(f"title: {json.dumps(table.name)}", "the figure's title"),
+        *_dataset_lines(table, _relative(table, output.parent), target, columns),
+        *_attribute_lines(columns),
+        *_note(chosen.why),
+        f"target: {chosen.rule}",
+        *_commented(f"missing: {missing}", missing_why),
+        *_protocol_lines(sizes, n, smaller),
+    ]
+    text = "\n".join(lines) + "\n"
+    parse_config(yaml.safe_load(text), str(output))  # a starter that does not validate is a bug
+    return text
+
+
+def write_starter(
+    table: str | Path,
+    target: str,
+    *,
+    positive: str | None = None,
+    output: str | Path | None = None,
+    force: bool = False,
+) -> Path:
+    """Write the starter config for `table` (default: ./<file name>.yaml) and return its path;
+    an existing file is kept unless `force`."""
+    table = Path(table)
+    output = Path(output) if output is not None else Path(f"{config_name(table)}.yaml")
+    if output.exists() and output.resolve() == table.resolve():
+        raise UserError(f"--output: {output} is the table itself")
+    if output.exists() and not force:
+        raise UserError(f"{output}: already exists (--force overwrites it)")
+    atomic_write_text(output, starter_text(table, target, positive, output))
+    return output

@@ -1,0 +1,191 @@
+"""The Python API: cheap to import, the same bytes as the command line, statistics that agree
+with their definitions, the figure `genvdis plot` saves, and the README's notebook snippet and
+the docstrings' examples, executed."""
+
+from __future__ import annotations
+
+import doctest
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+import genvdis
+from genvdis import analysis, api, builtin, plotting
+from genvdis.cli import app
+
+REPO = Path(__file__).resolve().parents[1]
+HEAVY = ("numba", "scipy", "matplotlib", "sklearn", "pandas", "numpy", "pydantic")
+
+
+def _python(code: str, **env: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+        env={**os.environ, **env},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_import_loads_no_numeric_library():
+    code = "import sys, genvdis; print(sorted(set(sys.modules) & set(sys.argv[1:])))"
+    loaded = _python(code.replace("sys.argv[1:]", repr(HEAVY)))
+    assert loaded == "[]"
+    for name in genvdis.__all__:  # each public name is there on first use
+        assert getattr(genvdis, name) is not None
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        genvdis.nope  # noqa: B018
+
+
+def test_importing_plotting_keeps_the_backend_and_settings():
+    code = (
+        "import matplotlib; before = dict(matplotlib.rcParams); import genvdis.plotting; "
+        "print(matplotlib.get_backend(), dict(matplotlib.rcParams) == before)"
+    )
+    assert _python(code, MPLBACKEND="svg") == "svg True"
+
+
+def test_load_config_takes_names_and_paths(tmp_path):
+    by_name = genvdis.load_config("pima")
+    assert by_name == genvdis.load_config(REPO / "configs" / "pima.yaml")
+    with pytest.raises(genvdis.UserError, match="'pimaa' is neither.*built-in: pima, adult"):
+        genvdis.load_config("pimaa")
+    with pytest.raises(genvdis.UserError, match="is a built-in theory config"):
+        genvdis.load_config("theory-binary")
+
+
+@pytest.fixture(scope="module")
+def pima_run(tmp_path_factory, uci_dir, shared_cache):
+    """pima at 20 splits, by the API (2 workers) and by the CLI (1), into separate folders."""
+    folder = tmp_path_factory.mktemp("api")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GENVDIS_MIRROR", str(uci_dir))
+        patch.setenv("GENVDIS_DATA", str(shared_cache))
+        res = genvdis.run("pima", splits=20, seed=3, jobs=2, out=folder / "api")
+        cli = CliRunner().invoke(
+            app, ["run", "pima", "--splits", "20", "--seed", "3", "--out", str(folder / "cli")]
+        )
+    assert cli.exit_code == 0, cli.output
+    return res, folder / "cli" / "pima"
+
+
+def test_the_api_writes_the_cli_bytes(pima_run):
+    res, cli_dir = pima_run
+    for name in ("summary.csv", "errors.csv", "config.yaml"):
+        assert (res.path / name).read_bytes() == (cli_dir / name).read_bytes(), name
+    assert res.summary.equals(pd.read_csv(cli_dir / "summary.csv"))
+    assert len(res.errors) == 2 * 13 * 20 and res.config["seed"] == 3
+
+
+def test_differences_and_crossover_agree_with_their_definitions(pima_run):
+    res, _ = pima_run
+    wide = res.errors.pivot_table(index=["m", "split"], columns="model", values="error")
+    by_hand = (wide["logistic_regression"] - wide["naive_bayes"]).groupby("m").mean()
+    diffs = res.differences()
+    assert list(diffs["m"]) == list(by_hand.index)
+    np.testing.assert_allclose(diffs["mean_diff"], by_hand.to_numpy(), rtol=0, atol=1e-15)
+    assert (diffs["ci_low"] < diffs["mean_diff"]).all() and (diffs["n_splits"] == 20).all()
+    cross = res.crossover()
+    signs = by_hand.to_numpy() < 0  # LR better at m, on average over the splits
+    first = next(i for i in range(len(signs)) if signs[i:].all())
+    assert cross["m_cross"] == by_hand.index[first] and (by_hand.to_numpy()[:first] > 0).any()
+    assert cross["ci_low"] <= cross["m_cross_interp"] <= cross["ci_high"]
+    assert cross == analysis.crossover(res.errors)  # the report's numbers
+    swapped = res.differences("naive_bayes", "logistic_regression")
+    np.testing.assert_allclose(swapped["mean_diff"], -diffs["mean_diff"], atol=1e-15)
+
+
+def test_plot_is_the_figure_genvdis_plot_saves(pima_run, tmp_path):
+    res, cli_dir = pima_run
+    ax = res.plot()
+    assert ax.get_title() == "pima"
+    curves = {line.get_label(): line for line in ax.get_lines()}
+    nb = res.summary[res.summary["model"] == "naive_bayes"]
+    np.testing.assert_array_equal(curves["naive Bayes"].get_ydata(), nb["mean"])
+    mine = plotting.save_figure(ax.figure, tmp_path / "mine")
+    saved = plotting.plot_run(cli_dir)
+    for a, b in zip(mine, saved, strict=True):
+        assert a.read_bytes() == b.read_bytes(), b.name
+    fig, axes = matplotlib.pyplot.subplots(1, 2)
+    assert res.plot(ax=axes[1]) is axes[1] and axes[1].get_legend() and not axes[0].lines
+    matplotlib.pyplot.close(fig)
+
+
+def test_open_results_and_its_errors(pima_run, tmp_path):
+    res, cli_dir = pima_run
+    opened = genvdis.open_results(cli_dir)
+    assert opened.summary.equals(res.summary) and opened.models == res.models
+    assert repr(opened).endswith("pima, 2 models, 13 sizes, 20 splits per m)")
+    with pytest.raises(genvdis.UserError, match="no finished run .summary.csv. in"):
+        genvdis.open_results(tmp_path)
+    summary_only = tmp_path / "pima"  # as the committed results/ keep it
+    summary_only.mkdir()
+    for name in ("summary.csv", "config.yaml"):
+        (summary_only / name).write_bytes((cli_dir / name).read_bytes())
+    with pytest.raises(genvdis.UserError, match="errors.csv not found: rerun"):
+        genvdis.open_results(summary_only).differences()
+    nb_only = tmp_path / "nb"
+    nb_only.mkdir()
+    res.errors[res.errors["model"] == "naive_bayes"].to_csv(nb_only / "errors.csv", index=False)
+    (nb_only / "summary.csv").write_text((cli_dir / "summary.csv").read_text())
+    (nb_only / "config.yaml").write_text("name: nb\nmodels: [{name: naive_bayes}]\n")
+    with pytest.raises(genvdis.UserError, match="nb: no logistic regression and generative"):
+        genvdis.open_results(nb_only).crossover()
+
+
+def test_a_relative_data_path_is_read_from_the_config_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # not the config's folder
+    config = genvdis.load_config(REPO / "configs" / "examples" / "own-data.yaml")
+    assert config.data_dir == REPO / "configs" / "examples"
+    assert config.with_overrides(splits=2).data_dir == config.data_dir
+    res = genvdis.run(config, splits=2)
+    assert res.path == Path("results") / "own-data"
+    assert res.config["dataset"]["path"] == "toy.csv"  # recorded as written
+
+
+def test_bad_options_are_user_errors():
+    with pytest.raises(genvdis.UserError, match="--jobs must be >= 1"):
+        genvdis.run("pima", jobs=0)
+    with pytest.raises(genvdis.UserError, match="--backend must be"):
+        genvdis.run("pima", backend="mpi")
+
+
+def test_the_docstring_examples(tmp_path, monkeypatch, mirror_env):
+    monkeypatch.chdir(tmp_path)
+    for module in (api, builtin):
+        outcome = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
+        assert outcome.attempted > 3 and outcome.failed == 0, module.__name__
+    for name in genvdis.__all__:  # numpydoc, with an example, for every public function
+        doc = getattr(genvdis, name).__doc__
+        if callable(getattr(genvdis, name)) and name != "UserError":
+            assert "Examples\n    --------" in doc or "Examples\n        --------" in doc, name
+    matplotlib.pyplot.close("all")
+
+
+def readme_snippet() -> str:
+    """The README's "Python API" code block."""
+    text = (REPO / "README.md").read_text()
+    section = text.split("\n## Python API\n", 1)[1]
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+def test_the_readme_snippet_runs(tmp_path, monkeypatch, mirror_env):
+    code = readme_snippet()
+    assert "splits=200" in code
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    exec(compile(code.replace("splits=200", "splits=20"), "README.md", "exec"), namespace)
+    res = namespace["res"]
+    assert res.path.resolve() == (tmp_path / "results" / "pima").resolve()
+    assert list(res.summary.columns) == [
+        "model", "m", "n_splits", "mean", "std", "sem", "ci_low", "ci_high", "frac_separable"
+    ]  # fmt: skip
+    assert res.crossover()["m_cross"] is not None
+    matplotlib.pyplot.close("all")
