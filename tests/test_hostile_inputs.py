@@ -569,15 +569,16 @@ def test_an_http_download_stops_at_its_cap(folder, declare):
 QUIET_SCRIPT = """
 import logging, sys, warnings
 from pathlib import Path
-from genvdis import cli, engine
+from types import SimpleNamespace
+from genvdis import api, cli
 
-def run_experiment(*args, **kwargs):
+def run(*args, **kwargs):
     logging.getLogger("genvdis.engine").warning("a genvdis warning")
     logging.getLogger("genvdis.engine").info("a genvdis notice")
     warnings.warn("a Python warning")
-    return Path("nowhere")
+    return SimpleNamespace(path=Path("nowhere"))
 
-engine.run_experiment = run_experiment
+api.run = run
 cli.app(sys.argv[1:])
 """
 
