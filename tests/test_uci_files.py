@@ -95,15 +95,18 @@ def test_sources_are_tried_in_order(test_uci, tmp_path):
     assert code == 0 and "3 passed" in lines[-1], lines
 
 
-def test_a_mirror_with_other_bytes_is_refused_and_said_why(tmp_path):
-    """GENVDIS_MIRROR goes through genvdis's fetcher, which checks each file's sha256."""
+def test_each_source_that_fails_is_named_with_its_problem(tmp_path):
+    """A folder that lacks files, and a GENVDIS_MIRROR serving other bytes (it goes through
+    genvdis's fetcher, which checks each file's sha256): skipped, and the closing lines say
+    why, source by source, in the order they were tried."""
+    own = _fake_archive(tmp_path / "own", skip=3)
     mirror = _fake_archive(tmp_path / "mirror")
-    code, lines = _run_suite(tmp_path, GENVDIS_MIRROR=str(mirror))
+    code, lines = _run_suite(tmp_path, GENVDIS_TEST_UCI=str(own), GENVDIS_MIRROR=str(mirror))
     assert code == 0 and "1 passed, 2 skipped" in lines[-1], lines
-    assert f"2 tests skipped: they need the UCI files; {HOW}" in lines
-    assert any(
-        line.startswith(f"  GENVDIS_MIRROR={mirror}: ") and "checksum" in line for line in lines
-    )
+    at = lines.index(f"2 tests skipped: they need the UCI files; {HOW}")
+    first = REGISTRY["pima"].files[0].path  # the first registered file
+    assert lines[at + 1] == f"  GENVDIS_TEST_UCI={own}: lacks {first} and 2 more files"
+    assert lines[at + 2].startswith(f"  GENVDIS_MIRROR={mirror}: {first}: checksum mismatch")
 
 
 def test_a_mirror_url_is_downloaded_from(tmp_path, http_mirror, uci_dir):
