@@ -31,8 +31,8 @@ PIMA_FILE = "pima-indians-diabetes/pima-indians-diabetes.data"
 class Toy(NamedTuple):
     """A case's config: the good config plus `lines`, with `replace` applied."""
 
-    lines: tuple[str, ...] = ()
-    replace: dict[str, str] = {}
+    lines: tuple[str, ...]
+    replace: dict[str, str]
 
 
 def toy(*lines: str, replace: dict[str, str] | None = None) -> Toy:

@@ -1,8 +1,8 @@
 """Kill a run at any moment, rerun the same command, get the bytes of an uninterrupted run.
 
-The killed run is a real `genvdis run` process (the CLI's own entry point, which only also
-says "saved" on stdout after each checkpoint so that the test can wait for the blocks it
-wants) stopped with SIGKILL (no cleanup code runs) while it works on the next block. What it
+The killed run is a real `genvdis run` process (the CLI's own entry point; it only also says
+so on stdout after each checkpoint it saves, so that the test can wait for the blocks it wants)
+stopped with SIGKILL (no cleanup code runs) while it works on the next block. What it
 leaves must be complete checkpoints only; the rerun must finish from them to CSVs identical to
 a clean run's; a changed seed or changed data must throw old checkpoints away, saying so; and
 rerunning a finished run must change nothing.
