@@ -6,10 +6,12 @@ docs/troubleshooting.md lists the same messages for users.
 
 from __future__ import annotations
 
-import socket
+import hashlib
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import pandas as pd
 import pytest
@@ -19,16 +21,22 @@ from typer.testing import CliRunner
 from genvdis import datasets, engine
 from genvdis.cli import app
 
-PIMA = """\
-name: tiny
-dataset: pima
-attributes: continuous
-target: {positive: ["1"]}
-sizes: [10, 20]
-splits: 4
-block_size: 2
-"""
+# The catalogue's good config: the shared toy config (toy.csv, "yes" positive), m = 10 and 20,
+# 4 splits in blocks of 2. Each bad case below changes it.
+TINY = ("sizes: [10, 20]", "splits: 4", "block_size: 2")
+TOY_DATASET = "dataset: {path: toy.csv, target: label}"
 PIMA_FILE = "pima-indians-diabetes/pima-indians-diabetes.data"
+
+
+class Toy(NamedTuple):
+    """A case's config: the good config plus `lines`, with `replace` applied."""
+
+    lines: tuple[str, ...]
+    replace: dict[str, str]
+
+
+def toy(*lines: str, replace: dict[str, str] | None = None) -> Toy:
+    return Toy(lines, replace or {})
 
 
 def invoke(*args: str):
@@ -51,9 +59,9 @@ def assert_user_error(result, *names: str, out: Path | None = None) -> str:
 
 
 @pytest.fixture
-def work(tmp_path, mirror_env) -> Path:
-    """A folder holding user files for the catalogue (the registered data come from the
-    offline mirror)."""
+def work(tmp_path, toy_csv) -> Path:
+    """A folder holding toy.csv and the user files of the catalogue."""
+    shutil.copyfile(toy_csv, tmp_path / "toy.csv")
     (tmp_path / "one-label.csv").write_text("a,b,y\n1,2,x\n3,4,x\n5,6,x\n")
     (tmp_path / "text.csv").write_text("a,b,y\n1,2,x\n3,oops,z\n5,6,x\n7,8,z\n")
     (tmp_path / "binary.csv").write_bytes(b"\xff\xfe\x00\x81\x82 not a table")
@@ -61,18 +69,15 @@ def work(tmp_path, mirror_env) -> Path:
     return tmp_path
 
 
+@pytest.fixture
+def tiny(toy_config) -> str:
+    return toy_config(*TINY)
+
+
 def write(folder: Path, text: str, name: str = "config.yaml") -> str:
     path = folder / name
     path.write_text(text)
     return str(path)
-
-
-def with_lines(*extra: str, replace: dict[str, str] | None = None) -> str:
-    text = PIMA
-    for old, new in (replace or {}).items():
-        assert old in text
-        text = text.replace(old, new)
-    return text + "".join(line + "\n" for line in extra)
 
 
 USER_CSV = "name: own\ndataset: {{path: {file}, target: {target}{kinds}}}\n"
@@ -83,69 +88,61 @@ def user_csv(file: str, target: str = "y", kinds: str = "") -> str:
     return USER_CSV.format(file=file, target=target, kinds=kinds)
 
 
-# (id, config text, extra options, words the one-line message must contain)
+# (id, config text or a change of the good config, extra options, words the one-line message must
+# contain)
 RUN_CASES = [
     ("malformed-yaml", "name: [tiny\nsplits: 4\n", [], ["config.yaml", "malformed YAML", "line"]),
     ("tab-indented-yaml", "name: tiny\n\tdataset: pima\n", [], ["malformed YAML", "line 2"]),
     ("yaml-list", "- pima\n- voting\n", [], ["config.yaml", "mapping"]),
     ("empty-config", "", [], ["config.yaml", "mapping"]),
-    ("unknown-top-level-key", with_lines("colour: red"), [], ["colour", "unknown key"]),
+    ("unknown-top-level-key", toy("colour: red"), [], ["colour", "unknown key"]),
     (
         "unknown-key-in-model",
-        with_lines("models: [{name: naive_bayes, lapalce: 2}]"),
+        toy("models: [{name: naive_bayes, lapalce: 2}]"),
         [],
         ["models.0", "lapalce", "unknown key"],
     ),
-    ("splits-not-a-number", with_lines(replace={"splits: 4": "splits: many"}), [], ["splits"]),
-    ("negative-splits-yaml", with_lines(replace={"splits: 4": "splits: -5"}), [], ["splits"]),
-    ("negative-splits-option", PIMA, ["--splits", "-5"], ["--splits", "-5"]),
-    ("negative-seed-option", PIMA, ["--seed", "-1"], ["--seed"]),
+    ("splits-not-a-number", toy(replace={"splits: 4": "splits: many"}), [], ["splits"]),
+    ("negative-splits-yaml", toy(replace={"splits: 4": "splits: -5"}), [], ["splits"]),
+    ("negative-splits-option", toy(), ["--splits", "-5"], ["--splits", "-5"]),
+    ("negative-seed-option", toy(), ["--seed", "-1"], ["--seed"]),
     (
         "unknown-dataset",
-        with_lines(replace={"dataset: pima": "dataset: pimaa"}),
+        toy(replace={TOY_DATASET: "dataset: pimaa"}),
         [],
         ["'pimaa'", "not registered", "voting"],
     ),
-    ("unknown-model", with_lines("models: [naive_bayes, svm]"), [], ["models.1", "'svm'"]),
-    ("duplicate-model", with_lines("models: [naive_bayes, naive_bayes]"), [], ["once"]),
-    ("empty-size-list", with_lines(replace={"[10, 20]": "[]"}), [], ["sizes"]),
-    ("m-too-small", with_lines(replace={"[10, 20]": "[1, 20]"}), [], ["sizes", ">= 2"]),
-    ("m-too-large", with_lines(replace={"[10, 20]": "[10, 768]"}), [], ["m=768", "768 rows"]),
-    (
-        "escaping-name",
-        with_lines(replace={"name: tiny": 'name: "../evil"'}),
-        [],
-        ["config.yaml", "name"],
-    ),
+    ("unknown-model", toy("models: [naive_bayes, svm]"), [], ["models.1", "'svm'"]),
+    ("duplicate-model", toy("models: [naive_bayes, naive_bayes]"), [], ["once"]),
+    ("empty-size-list", toy(replace={"[10, 20]": "[]"}), [], ["sizes"]),
+    ("m-too-small", toy(replace={"[10, 20]": "[1, 20]"}), [], ["sizes", ">= 2"]),
+    ("m-too-large", toy(replace={"[10, 20]": "[10, 300]"}), [], ["m=300", "300 rows"]),
+    ("escaping-name", toy(replace={"name: toy": 'name: "../evil"'}), [], ["config.yaml", "name"]),
     (
         "positive-label-absent",
-        with_lines(replace={'["1"]': '["yes"]'}),
+        toy(replace={'["yes"]': '["maybe"]'}),
         [],
-        ["target.positive", "'yes'"],
+        ["target.positive", "'maybe'"],
     ),
     (
-        "registered-target-column-absent",
-        with_lines(replace={"target: {": "target: {column: outcome, "}),
+        "target-column-override-absent",
+        toy(replace={"target: {": "target: {column: outcome, "}),
         [],
         ["target.column", "'outcome'"],
     ),
+    ("attribute-absent", toy("attributes: [age, shoe-size]"), [], ["attributes", "'shoe-size'"]),
     (
-        "attribute-absent",
-        with_lines(replace={"attributes: continuous": "attributes: [glucose, shoe-size]"}),
-        [],
-        ["attributes", "'shoe-size'"],
-    ),
-    (
-        "no-attributes-of-that-kind",
-        "name: l\ndataset: lenses\nattributes: continuous\ntarget: {positive: ['1']}\n"
-        "sizes: [4]\nsplits: 2\n",
+        "no-attributes-of-that-kind",  # visits has 9 values: discrete unless declared
+        toy(
+            "attributes: continuous",
+            replace={"label}": "label, kinds: {age: discrete, income: discrete}}"},
+        ),
         [],
         ["attributes", "no continuous attributes"],
     ),
     (
         "negative-class-empty",
-        "name: l\ndataset: lenses\ntarget: {positive: ['1'], negative: ['9']}\n"
-        "sizes: [4]\nsplits: 2\n",
+        toy(replace={'["yes"]': '["yes"], negative: ["maybe"]'}),
         [],
         ["target", "negative class is empty"],
     ),
@@ -166,12 +163,12 @@ RUN_CASES = [
     ),
     ("binary-data-file", user_csv("binary.csv"), [], ["binary.csv", "cannot be read"]),
     ("empty-data-file", user_csv("empty.csv"), [], ["empty.csv", "cannot be read"]),
-    ("jobs-zero", PIMA, ["--jobs", "0"], ["--jobs"]),
-    ("bogus-backend", PIMA, ["--backend", "bogus"], ["--backend", "'bogus'"]),
-    ("scheduler-without-dask", PIMA, ["--scheduler", "tcp://127.0.0.1:1"], ["--scheduler"]),
+    ("jobs-zero", toy(), ["--jobs", "0"], ["--jobs"]),
+    ("bogus-backend", toy(), ["--backend", "bogus"], ["--backend", "'bogus'"]),
+    ("scheduler-without-dask", toy(), ["--scheduler", "tcp://127.0.0.1:1"], ["--scheduler"]),
     (
         "scheduler-not-an-address",
-        PIMA,
+        toy(),
         ["--backend", "dask", "--scheduler", "bogus:::"],
         ["--scheduler", "bogus:::"],
     ),
@@ -180,7 +177,9 @@ RUN_CASES = [
 
 @pytest.mark.parametrize(("text", "options", "names"), [c[1:] for c in RUN_CASES],
                          ids=[c[0] for c in RUN_CASES])  # fmt: skip
-def test_bad_run_input(work, text, options, names):
+def test_bad_run_input(work, toy_config, text, options, names):
+    if isinstance(text, Toy):
+        text = toy_config(*TINY, *text.lines, replace=text.replace)
     out = work / "results"
     config = write(work, text)
     before = sorted(work.iterdir())
@@ -195,66 +194,74 @@ def test_missing_config_file(work):
     assert_user_error(result, "nope.yaml", "not found", out=out)
 
 
-def test_yaml_python_tag_is_refused_and_never_executed(work):
+def test_yaml_python_tag_is_refused_and_never_executed(work, tiny):
     marker = work / "pwned"
-    text = PIMA.replace("tiny", f"!!python/object/apply:os.system ['touch {marker}']")
+    text = tiny.replace("toy", f"!!python/object/apply:os.system ['touch {marker}']", 1)
     result = invoke("run", write(work, text), "--out", str(work / "results"))
     assert_user_error(result, "malformed YAML", "python/object", out=work / "results")
     assert not marker.exists()
 
 
-def test_output_path_that_is_a_file(work):
+def test_output_path_that_is_a_file(work, tiny):
     target = work / "results"
     target.write_text("not a folder")
-    result = invoke("run", write(work, PIMA), "--out", str(target))
+    result = invoke("run", write(work, tiny), "--out", str(target))
     assert_user_error(result, "--out", "is a file")
     assert target.read_text() == "not a folder"
 
 
-def test_every_config_is_checked_before_any_runs(work):
+def test_every_config_is_checked_before_any_runs(work, tiny):
     out = work / "results"
-    good = write(work, PIMA, "good.yaml")
-    bad = write(work, with_lines("colour: red"), "bad.yaml")
+    good = write(work, tiny, "good.yaml")
+    bad = write(work, tiny + "colour: red\n", "bad.yaml")
     assert_user_error(invoke("run", good, bad, "--out", str(out)), "bad.yaml", "colour", out=out)
 
 
-def test_a_later_configs_data_error_names_that_config(work):
+def test_a_later_configs_data_error_names_that_config(work, tiny):
     out = work / "results"
-    good = write(work, PIMA, "good.yaml")
-    bad = write(work, with_lines(replace={"[10, 20]": "[10, 768]"}), "big.yaml")
+    good = write(work, tiny, "good.yaml")
+    bad = write(work, tiny.replace("[10, 20]", "[10, 300]"), "big.yaml")
     result = invoke("run", good, bad, "--out", str(out), "--quiet")
-    message = assert_user_error(result, "big.yaml", "m=768")
+    message = assert_user_error(result, "big.yaml", "m=300")
     assert "good.yaml" not in message
-    assert (out / "tiny" / "errors.csv").is_file()  # the good one, before it, did finish
+    assert (out / "toy" / "errors.csv").is_file()  # the good one, before it, did finish
 
 
-def _corrupt_mirror(tmp_path: Path, uci_dir: Path) -> Path:
-    mirror = tmp_path / "mirror"
-    (mirror / PIMA_FILE).parent.mkdir(parents=True)
-    good = (uci_dir / PIMA_FILE).read_bytes()
-    (mirror / PIMA_FILE).write_bytes(good.replace(b"\n6,", b"\n7,", 1))
-    return mirror
+def _source(kind: str, work: Path, base: str, tiny: str) -> str:
+    """The catalogue's config on a registered dataset fetched from the mirror `base`, or on a
+    copy of toy.csv named by URL (under `base`) and pinned by toy.csv's sha256."""
+    if kind == "registered":
+        return write(work, tiny.replace(TOY_DATASET, "dataset: pima"))
+    sha = hashlib.sha256((work / "toy.csv").read_bytes()).hexdigest()
+    dataset = f"dataset: {{url: {base}toy.csv, sha256: {sha}, target: label}}"
+    return write(work, tiny.replace(TOY_DATASET, dataset))
 
 
-def test_checksum_mismatch(work, uci_dir, monkeypatch):
+@pytest.mark.parametrize("kind", ["registered", "url"])
+def test_checksum_mismatch(kind, work, tiny, serve, monkeypatch):
+    served = work / "served"  # other bytes where the file should be
+    (served / PIMA_FILE).parent.mkdir(parents=True)
+    (served / PIMA_FILE).write_bytes(b"6,148,72,35,0,33.6,0.627,50,1\n")
+    (served / "toy.csv").write_bytes((work / "toy.csv").read_bytes().replace(b"yes", b"no", 1))
+    base = serve(served)
     cache = work / "fresh-cache"
     monkeypatch.setenv("GENVDIS_DATA", str(cache))
-    monkeypatch.setenv("GENVDIS_MIRROR", str(_corrupt_mirror(work, uci_dir)))
+    monkeypatch.setenv("GENVDIS_MIRROR", base)
     out = work / "results"
-    result = invoke("run", write(work, PIMA), "--out", str(out))
-    assert_user_error(result, "pima-indians-diabetes.data", "checksum mismatch", out=out)
+    result = invoke("run", _source(kind, work, base, tiny), "--out", str(out))
+    name = Path(PIMA_FILE).name if kind == "registered" else "toy.csv"
+    assert_user_error(result, name, "checksum mismatch", out=out)
     assert not any(p.is_file() for p in cache.rglob("*"))  # the bad copy was not kept
 
 
-def test_offline_with_no_cache(work, monkeypatch):
-    with socket.socket() as probe:  # a port nothing listens on
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+@pytest.mark.parametrize("kind", ["registered", "url"])
+def test_offline_with_no_cache(kind, work, tiny, dead_mirror, monkeypatch):
     monkeypatch.setenv("GENVDIS_DATA", str(work / "fresh-cache"))
     out = work / "results"
-    options = ["--mirror", f"http://127.0.0.1:{port}/", "--out", str(out)]
-    result = invoke("run", write(work, PIMA), *options)
-    assert_user_error(result, "pima-indians-diabetes.data", "could not download", out=out)
+    config = _source(kind, work, dead_mirror, tiny)
+    result = invoke("run", config, "--mirror", dead_mirror, "--out", str(out))
+    name = Path(PIMA_FILE).name if kind == "registered" else "toy.csv"
+    assert_user_error(result, name, "could not download", out=out)
 
 
 def test_plot_without_results(work):
@@ -269,30 +276,30 @@ def test_fetch_unknown_dataset(work):
     assert_user_error(invoke("fetch"), "--all")
 
 
-def test_validate_bad_configs(work):
-    assert_user_error(invoke("validate", write(work, with_lines("colour: red"))), "colour")
-    unknown = write(work, with_lines(replace={"dataset: pima": "dataset: pimaa"}), "u.yaml")
+def test_validate_bad_configs(work, tiny):
+    assert_user_error(invoke("validate", write(work, tiny + "colour: red\n")), "colour")
+    unknown = write(work, tiny.replace(TOY_DATASET, "dataset: pimaa"), "u.yaml")
     assert_user_error(invoke("validate", unknown), "'pimaa'")
 
 
-def test_keyboard_interrupt_is_one_line(work, monkeypatch):
+def test_keyboard_interrupt_is_one_line(work, tiny, monkeypatch):
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(engine, "run_experiment", interrupted)
-    result = invoke("run", write(work, PIMA), "--out", str(work / "results"))
+    result = invoke("run", write(work, tiny), "--out", str(work / "results"))
     assert result.exit_code == 130
     assert result.stderr.strip().splitlines() == [
         "interrupted: finished blocks are kept; rerun to resume"
     ]
 
 
-def test_a_bug_is_one_line_and_exit_code_1(work, monkeypatch):
+def test_a_bug_is_one_line_and_exit_code_1(work, tiny, monkeypatch):
     def broken(*args, **kwargs):
         raise ZeroDivisionError("division by zero")
 
     monkeypatch.setattr(engine, "run_experiment", broken)
-    result = invoke("run", write(work, PIMA), "--out", str(work / "results"))
+    result = invoke("run", write(work, tiny), "--out", str(work / "results"))
     assert result.exit_code == 1
     assert result.stderr.strip() == "internal error: ZeroDivisionError: division by zero"
 
@@ -351,17 +358,17 @@ def test_validate_the_shipped_config():
     assert "ok" in result.stdout and "pima" in result.stdout
 
 
-def test_run_then_plot_a_tiny_pima(work):
-    config = write(work, PIMA.replace("name: tiny", "name: pima"))
+def test_run_then_plot_a_tiny_run(work, tiny):
+    config = write(work, tiny)
     out = work / "results"
     result = invoke("run", config, "--out", str(out))
     assert result.exit_code == 0, result.output
-    run_dir = out / "pima"
+    run_dir = out / "toy"
 
     errors = pd.read_csv(run_dir / "errors.csv")
     assert list(errors.columns) == ["model", "m", "split", "n_test", "errors", "error", "separable"]
     assert len(errors) == 2 * 2 * 4  # models x sizes x splits
-    assert (errors["n_test"] == 768 - errors["m"]).all()  # tested on all the rest
+    assert (errors["n_test"] == 300 - errors["m"]).all()  # tested on all the rest
     assert (errors["error"] == errors["errors"] / errors["n_test"]).all()
     summary = pd.read_csv(run_dir / "summary.csv")
     means = errors.groupby(["model", "m"])["error"].mean()
@@ -370,14 +377,16 @@ def test_run_then_plot_a_tiny_pima(work):
         assert row.ci_low <= row.mean <= row.ci_high
     resolved = yaml.safe_load((run_dir / "config.yaml").read_text())
     assert resolved["genvdis_version"]
-    assert resolved["data_checksums"] == {PIMA_FILE: datasets.REGISTRY["pima"].files[0].sha256}
+    assert resolved["data_checksums"] == {
+        "toy.csv": hashlib.sha256((work / "toy.csv").read_bytes()).hexdigest()
+    }
     assert resolved["sizes"] == [10, 20] and resolved["splits"] == 4
     assert not (run_dir / ".checkpoints").exists()
 
     result = invoke("plot", str(out))
     assert result.exit_code == 0, result.output
     for ext in ("png", "pdf"):
-        picture = run_dir / f"pima.{ext}"
+        picture = run_dir / f"toy.{ext}"
         assert picture.is_file() and picture.stat().st_size > 1000
-    assert (run_dir / "pima.png").read_bytes()[:4] == b"\x89PNG"
-    assert (run_dir / "pima.pdf").read_bytes()[:5] == b"%PDF-"
+    assert (run_dir / "toy.png").read_bytes()[:4] == b"\x89PNG"
+    assert (run_dir / "toy.pdf").read_bytes()[:5] == b"%PDF-"

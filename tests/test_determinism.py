@@ -3,8 +3,9 @@
 Every split's rows and every random draw of the sampler are pure functions of (seed, m, split
 index) (`streams`), so a run's CSVs must not depend on --jobs, on loky vs. threads vs. dask, on
 a cluster genvdis starts itself or one it is pointed at, nor on the order tasks finish in.
-Two panels: pima (continuous; at m = 10 most training sets are separable, so the
-version-space sampler runs) and voting (discrete, every training set separable).
+Two configs on toy.csv: all its attributes (2 continuous, 3 discrete; at m = 10 every training
+set is separable, so the version-space sampler runs, and at m = 40 most are not, so Newton does)
+and only its discrete ones (at m = 6 most training sets are separable).
 """
 
 from __future__ import annotations
@@ -19,29 +20,20 @@ from genvdis import engine
 from genvdis.cli import app
 from genvdis.config import load_config
 
-PIMA = """\
-name: pima
-dataset: pima
-attributes: continuous
-target: {positive: ["1"]}
-sizes: [10, 40]
-splits: 6
-block_size: 2
-seed: 3
-"""
-VOTING = """\
-name: voting
-dataset: voting
-attributes: discrete
-target: {positive: [democrat]}
-missing: category
-sizes: [6, 30]
-splits: 5
-block_size: 2
-seed: 4
-"""
+# (name, lines added to the shared toy config)
+PANELS = {
+    "toy": ("sizes: [10, 40]", "splits: 6", "block_size: 2", "seed: 3"),
+    "toy-discrete": (
+        "attributes: discrete",
+        "missing: category",
+        "sizes: [6, 30]",
+        "splits: 5",
+        "block_size: 2",
+        "seed: 4",
+    ),
+}
 FILES = ("errors.csv", "summary.csv", "config.yaml")
-NAMES = ("pima", "voting")
+NAMES = tuple(PANELS)
 
 
 def _run(args: list[str]) -> str:
@@ -55,23 +47,20 @@ def _bytes(out: Path) -> dict[tuple[str, str], bytes]:
 
 
 @pytest.fixture(scope="module")
-def setup(tmp_path_factory, uci_dir, shared_cache):
+def setup(tmp_path_factory, toy_config, write_toy):
     """The two configs, and the reference run: --jobs 1, in this process."""
     folder = tmp_path_factory.mktemp("determinism")
     configs = []
-    for name, text in zip(NAMES, (PIMA, VOTING), strict=True):
-        (folder / f"{name}.yaml").write_text(text)
-        configs.append(str(folder / f"{name}.yaml"))
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("GENVDIS_MIRROR", str(uci_dir))
-        patch.setenv("GENVDIS_DATA", str(shared_cache))
-        _run([*configs, "--jobs", "1", "--out", str(folder / "jobs1"), "-q"])
+    for name, lines in PANELS.items():
+        text = toy_config(*lines, replace={"name: toy": f"name: {name}"})
+        configs.append(str(write_toy(folder, text, f"{name}.yaml")))
+    _run([*configs, "--jobs", "1", "--out", str(folder / "jobs1"), "-q"])
     return folder, configs, _bytes(folder / "jobs1")
 
 
 def test_reference_run_is_complete_and_exercises_the_sampler(setup):
     folder, _, _ = setup
-    for name, (sizes, splits) in {"pima": ([10, 40], 6), "voting": ([6, 30], 5)}.items():
+    for name, (sizes, splits) in {"toy": ([10, 40], 6), "toy-discrete": ([6, 30], 5)}.items():
         errors = pd.read_csv(folder / "jobs1" / name / "errors.csv")
         # every (model, m, split) exactly once, though blocks of 2 split 5 splits unevenly
         assert len(errors) == 2 * len(sizes) * splits
@@ -79,25 +68,31 @@ def test_reference_run_is_complete_and_exercises_the_sampler(setup):
         summary = pd.read_csv(folder / "jobs1" / name / "summary.csv")
         lr = summary[summary["model"] == "logistic_regression"]
         assert lr["frac_separable"].max() > 0  # the separable branch really ran
-    assert not (folder / "jobs1" / "pima" / ".checkpoints").exists()
+        assert lr["frac_separable"].min() < 1  # and so did Newton
+    assert not (folder / "jobs1" / "toy" / ".checkpoints").exists()
 
 
-def test_two_loky_workers_give_identical_bytes(setup, mirror_env):
+def test_two_loky_workers_give_identical_bytes(setup):
     folder, configs, reference = setup
     _run([*configs, "--jobs", "2", "--out", str(folder / "jobs2"), "-q"])
     assert _bytes(folder / "jobs2") == reference
 
 
-def test_threading_backend_through_the_python_api(setup, mirror_env):
+def test_threading_backend_through_the_python_api(setup):
     folder, configs, reference = setup
     for path in configs:
         engine.run_experiment(
-            load_config(path), folder / "threads", jobs=2, backend="threading", progress=False
+            load_config(path),
+            folder / "threads",
+            jobs=2,
+            backend="threading",
+            base_dir=folder,  # where toy.csv is, as the CLI takes it from the config's folder
+            progress=False,
         )
     assert _bytes(folder / "threads") == reference
 
 
-def test_dask_local_cluster_gives_identical_bytes_and_no_dask_chatter(setup, mirror_env):
+def test_dask_local_cluster_gives_identical_bytes_and_no_dask_chatter(setup):
     folder, configs, reference = setup
     stderr = _run([*configs, "--backend", "dask", "--jobs", "2", "--out", str(folder / "dask")])
     assert _bytes(folder / "dask") == reference
@@ -105,7 +100,7 @@ def test_dask_local_cluster_gives_identical_bytes_and_no_dask_chatter(setup, mir
     assert "Scheduler" not in stderr and "Nanny" not in stderr, stderr
 
 
-def test_dask_external_scheduler_gets_the_data_once_and_the_tasks(setup, mirror_env):
+def test_dask_external_scheduler_gets_the_data_once_and_the_tasks(setup):
     distributed = pytest.importorskip("distributed")
     from distributed.diagnostics.plugin import SchedulerPlugin
 
@@ -128,8 +123,8 @@ def test_dask_external_scheduler_gets_the_data_once_and_the_tasks(setup, mirror_
         cluster.scheduler.add_plugin(seen)
         address = cluster.scheduler_address
         _run([configs[0], "--backend", "dask", "--scheduler", address, "--out", str(folder / "x")])
-    out = folder / "x" / "pima"
-    assert {f: (out / f).read_bytes() for f in FILES} == {f: reference[("pima", f)] for f in FILES}
+    out = folder / "x" / "toy"
+    assert {f: (out / f).read_bytes() for f in FILES} == {f: reference[("toy", f)] for f in FILES}
     scattered = [k for k in seen.keys if k.startswith("EncodedData-")]
     tasks = [k for k in seen.keys if k.startswith("batch_of__task")]
     assert len(scattered) == 1, sorted(seen.keys)  # the data went to the cluster once ...

@@ -1,14 +1,10 @@
 """Downloads through genvdis.fetch and genvdis.datasets, against a loopback HTTP server or a
-local folder, each test with its own empty cache. Nothing here reaches the internet."""
+local folder, each test with its own empty cache. Nothing here reaches the internet. Most
+mirrors serve the real lenses files (`uci_dir`: without them those tests are skipped)."""
 
 from __future__ import annotations
 
-import functools
 import hashlib
-import http.server
-import socket
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,38 +17,6 @@ LENSES = datasets.get_info("lenses").files[0]  # lenses/lenses.data, 408 bytes
 
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args) -> None:
-        pass
-
-
-@pytest.fixture
-def serve() -> Iterator:
-    """Serve a folder over HTTP on 127.0.0.1; returns its base URL."""
-    servers = []
-
-    def start(folder: Path) -> str:
-        handler = functools.partial(_Quiet, directory=str(folder))
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        servers.append(server)
-        return f"http://127.0.0.1:{server.server_address[1]}/"
-
-    yield start
-    for server in servers:
-        server.shutdown()
-        server.server_close()
-
-
-@pytest.fixture
-def dead_mirror() -> str:
-    """A URL on a loopback port that nothing listens on: every download fails at once."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}/"
 
 
 @pytest.fixture
@@ -68,7 +32,8 @@ def corrupted_mirror(tmp_path, uci_dir) -> Path:
 
 @pytest.fixture(autouse=True)
 def _no_ambient_settings(monkeypatch) -> None:
-    """The developer's own GENVDIS_* settings must not leak into these tests."""
+    """No GENVDIS_* settings at all here (neither the developer's nor conftest's), so that the
+    defaults are what the tests see."""
     monkeypatch.delenv(fetch.MIRROR_ENV, raising=False)
     monkeypatch.delenv(fetch.DATA_ENV, raising=False)
 

@@ -1,19 +1,19 @@
 """Kill a run at any moment, rerun the same command, get the bytes of an uninterrupted run.
 
-The killed run is a real `python -m genvdis.cli run` process stopped with SIGKILL (no cleanup
-code runs) while it is between blocks. What it leaves must be complete checkpoints only; the
-rerun must finish from them to CSVs identical to a clean run's; a changed seed or changed data
-must throw old checkpoints away, saying so; and rerunning a finished run must change nothing.
+The killed run is a real `genvdis run` process (the CLI's own entry point; it only also says
+so on stdout after each checkpoint it saves, so that the test can wait for the blocks it wants)
+stopped with SIGKILL (no cleanup code runs) while it works on the next block. What it
+leaves must be complete checkpoints only; the rerun must finish from them to CSVs identical to
+a clean run's; a changed seed or changed data must throw old checkpoints away, saying so; and
+rerunning a finished run must change nothing.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -24,21 +24,29 @@ from typer.testing import CliRunner
 from genvdis import results
 from genvdis.cli import app
 
-# 3 sizes x 20 blocks of 3 splits: a second or two, time enough to kill it half-way. At
-# m = 12 most training sets are separable, so resumed blocks must also replay the sampler.
-CONFIG = """\
-name: pima
-dataset: pima
-attributes: continuous
-target: {positive: ["1"]}
-sizes: [12, 100, 300]
-splits: 60
-block_size: 3
-seed: 5
-"""
+# toy.csv, 3 sizes x 20 blocks of 3 splits: a few seconds. At m = 12 every training set is
+# separable (14 columns), so resumed blocks must also replay the sampler.
+GRID = ("sizes: [12, 100, 200]", "splits: 60", "block_size: 3", "seed: 5")
 N_BLOCKS = 3 * 20
 KILL_AFTER = 8  # blocks
 FILES = ("errors.csv", "summary.csv", "config.yaml")
+SAVED = "checkpoint saved"
+# `genvdis run ...` that prints SAVED after each checkpoint it saves
+ANNOUNCING = f"""\
+from genvdis import results
+from genvdis.cli import app
+
+save = results.CheckpointStore.save
+
+
+def save_and_say(self, *args):
+    save(self, *args)
+    print({SAVED!r}, flush=True)
+
+
+results.CheckpointStore.save = save_and_say
+app(prog_name="genvdis")
+"""
 
 
 def _cli(args: list[str]) -> tuple[int, str]:
@@ -50,56 +58,53 @@ def _command(config: Path, out: Path, *extra: str) -> list[str]:
     return [sys.executable, "-m", "genvdis.cli", "run", str(config), "--out", str(out), *extra]
 
 
-def _run_process(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run(args, env=env, capture_output=True, text=True, timeout=300)
+def _run_process(args: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run(args, capture_output=True, text=True, timeout=300)
 
 
 def _snapshot(run_dir: Path) -> dict[str, bytes]:
     return {f: (run_dir / f).read_bytes() for f in FILES}
 
 
-@pytest.fixture(scope="module")
-def env(uci_dir, shared_cache) -> dict[str, str]:
-    return {**os.environ, "GENVDIS_MIRROR": str(uci_dir), "GENVDIS_DATA": str(shared_cache)}
-
-
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory, env):
-    """A clean run, and a run SIGKILLed half-way (a pristine copy of it is kept too)."""
-    root = tmp_path_factory.mktemp("resume")
-    config = root / "pima.yaml"
-    config.write_text(CONFIG)
-    done = _run_process(_command(config, root / "clean", "-q"), env)
-    assert done.returncode == 0, done.stderr
-
-    killed = root / "killed"
-    checkpoints = killed / "pima" / results.CHECKPOINTS
+def _kill_after_blocks(args: list[str], n_blocks: int) -> None:
+    """Run `genvdis <args>`, and SIGKILL it as soon as it has saved n_blocks checkpoints."""
     process = subprocess.Popen(
-        _command(config, killed, "--jobs", "1"),
-        env=env,
-        stdout=subprocess.DEVNULL,
+        [sys.executable, "-c", ANNOUNCING, *args],
+        stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
+        text=True,
     )
     try:
-        deadline = time.monotonic() + 240
-        while process.poll() is None and time.monotonic() < deadline:
-            finished = len(list(checkpoints.glob("m*.csv")))
-            if finished >= KILL_AFTER and not (killed / "pima" / "errors.csv").exists():
-                break
-            time.sleep(0.005)
-        assert process.poll() is None, "the run finished before it could be killed"
+        saved = 0
+        while saved < n_blocks and (line := process.stdout.readline()):  # waits for the run
+            saved += line.strip() == SAVED
+        assert saved == n_blocks and process.poll() is None, "the run ended before the kill"
         process.send_signal(signal.SIGKILL)
     finally:
         process.kill()
         process.wait()
-    shutil.copytree(killed, root / "killed-copy")
+        process.stdout.close()
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, toy_config, write_toy):
+    """A clean run, and a run SIGKILLed half-way (a pristine copy of it is kept too)."""
+    root = tmp_path_factory.mktemp("resume")
+    config = write_toy(root, toy_config(*GRID), "toy.yaml")
+    done = _run_process(_command(config, root / "clean", "-q"))
+    assert done.returncode == 0, done.stderr
+
+    _kill_after_blocks(
+        ["run", str(config), "--out", str(root / "killed"), "--jobs", "1"], KILL_AFTER
+    )
+    shutil.copytree(root / "killed", root / "killed-copy")
     return root, config
 
 
 def test_a_killed_run_leaves_only_complete_checkpoints(runs):
     root, _ = runs
-    run_dir = root / "killed-copy" / "pima"
-    reference = pd.read_csv(root / "clean" / "pima" / "errors.csv")
+    run_dir = root / "killed-copy" / "toy"
+    reference = pd.read_csv(root / "clean" / "toy" / "errors.csv")
     files = [p for p in run_dir.rglob("*") if p.is_file()]
     done = [p for p in files if p.parent.name == results.CHECKPOINTS and p.suffix == ".csv"]
     in_flight = [p for p in files if p.name.startswith(".") and p.suffix == ".tmp"]
@@ -120,22 +125,22 @@ def test_a_killed_run_leaves_only_complete_checkpoints(runs):
         )
 
 
-def test_rerunning_the_same_command_finishes_with_identical_bytes(runs, env):
+def test_rerunning_the_same_command_finishes_with_identical_bytes(runs):
     root, config = runs
-    run_dir = root / "killed" / "pima"
+    run_dir = root / "killed" / "toy"
     # as if the kill had also interrupted the final write of errors.csv
     (run_dir / ".errors.csv.x1y2z3.tmp").write_text("model,m,split\nnaive_bayes,12")
-    resumed = _run_process(_command(config, root / "killed", "--jobs", "1"), env)
+    resumed = _run_process(_command(config, root / "killed", "--jobs", "1"))
     assert resumed.returncode == 0, resumed.stderr
     assert "resuming" in resumed.stderr
-    assert _snapshot(run_dir) == _snapshot(root / "clean" / "pima")
+    assert _snapshot(run_dir) == _snapshot(root / "clean" / "toy")
     # no checkpoint folder and no stray temporary file left behind
     assert sorted(p.name for p in run_dir.iterdir()) == sorted(FILES)
 
 
-def test_rerunning_a_finished_run_changes_nothing(runs, mirror_env):
+def test_rerunning_a_finished_run_changes_nothing(runs):
     root, config = runs
-    run_dir = root / "clean" / "pima"
+    run_dir = root / "clean" / "toy"
     before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in run_dir.iterdir()}
     code, stderr = _cli(["run", str(config), "--out", str(root / "clean")])
     assert code == 0, stderr
@@ -144,7 +149,7 @@ def test_rerunning_a_finished_run_changes_nothing(runs, mirror_env):
     assert after == before
 
 
-def test_a_changed_seed_discards_old_checkpoints_and_says_so(runs, mirror_env):
+def test_a_changed_seed_discards_old_checkpoints_and_says_so(runs):
     root, config = runs
     leftovers = root / "seed7"
     shutil.copytree(root / "killed-copy", leftovers)
@@ -153,8 +158,8 @@ def test_a_changed_seed_discards_old_checkpoints_and_says_so(runs, mirror_env):
     assert "discarding" in stderr and "checkpoint" in stderr
     code, stderr = _cli(["run", str(config), "--seed", "7", "--out", str(root / "seed7-clean")])
     assert code == 0 and "discarding" not in stderr
-    assert _snapshot(leftovers / "pima") == _snapshot(root / "seed7-clean" / "pima")
-    assert _snapshot(leftovers / "pima") != _snapshot(root / "clean" / "pima")
+    assert _snapshot(leftovers / "toy") == _snapshot(root / "seed7-clean" / "toy")
+    assert _snapshot(leftovers / "toy") != _snapshot(root / "clean" / "toy")
 
 
 def _interrupt_after(monkeypatch, n_blocks: int) -> None:
@@ -198,10 +203,9 @@ def test_changed_data_discards_checkpoints_of_the_old_data(tmp_path, monkeypatch
     assert _snapshot(tmp_path / "out" / "own") == _snapshot(tmp_path / "clean" / "own")
 
 
-def test_an_unchanged_config_keeps_its_checkpoints(tmp_path, monkeypatch, mirror_env):
+def test_an_unchanged_config_keeps_its_checkpoints(tmp_path, monkeypatch, toy_config, write_toy):
     """The control for the two tests above: same config, same data, nothing is discarded."""
-    config = tmp_path / "pima.yaml"
-    config.write_text(CONFIG.replace("splits: 60", "splits: 8"))
+    config = write_toy(tmp_path, toy_config(*GRID, replace={"splits: 60": "splits: 8"}))
     with monkeypatch.context() as patch:
         _interrupt_after(patch, 3)
         code, _ = _cli(["run", str(config), "--out", str(tmp_path / "out")])
