@@ -1,15 +1,24 @@
 """The dataset registry and the parsers that read the UCI originals as they are.
 
-Each registered dataset names its archive files (path, sha256, size), a parser that turns them
-into one table, the kind of every attribute and the label column. Adding a dataset is data
-entry: a `DatasetInfo` and, if its format is new, a ten-line parser. Users' own files (a local
-CSV/TSV, or a URL pinned by sha256) go through `load_file_dataset`.
+A registered dataset is its files, a parser that turns them into one table, each attribute's
+kind and its label column. The files are lines of registry.txt, beside this module, each path
+written once: checksums are data, so they sit in one table (as in pooch's registries) that
+reads like a mirror's MANIFEST.tsv, away from the parsers. pooch's own `Pooch.load_registry`
+does not read it: its `path sha256 [url]` lines have no room for the file's dataset and role,
+its size (downloads stop at `fetch.SIZE_FACTOR` times it) or several addresses (pima and
+housing, which UCI withdrew), so `_read_registry` reads the same lines with those added.
+Adding a dataset is its lines there, a `_registered` entry below and, if its format is new, a
+ten-line parser. Users' own files (a local CSV/TSV, or a URL pinned by sha256) go through
+`load_file_dataset`.
 """
 
 from __future__ import annotations
 
+import re
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 
 import pandas as pd
@@ -39,7 +48,6 @@ class DatasetInfo:
     target: str
     docs: tuple[RemoteFile, ...] = ()
     licence: str = UCI_LICENCE
-    citation: str = UCI_CITATION
 
 
 @dataclass
@@ -165,258 +173,109 @@ VOTES = [
     "duty-free-exports", "export-administration-act-south-africa",
 ]  # fmt: skip
 
-# pima and housing are no longer served by the UCI site. These public copies, pinned to a
-# commit, hold the same bytes (the MANIFEST.tsv of the UCI mirror lists the agreeing copies);
-# the sha256 check applies to them as to the archive.
-PIMA_COPY = (
-    "https://raw.githubusercontent.com/majestyhao/ecs256_hw4/"
-    "907f0982cb5a97ddf840a6d739e4d86393187ada/pima-indians-diabetes.data"
-)
-HOUSING_COPY = (
-    "https://raw.githubusercontent.com/Xinsen-Zhang/machine-learning-in-Java/"
-    "95dc92e44242d32d75cc1c89f16e6e3255b28c91/data/housing.data"
-)
-
-_FILES = {
-    f.path: f
-    for f in [
-        RemoteFile(
-            "pima-indians-diabetes/pima-indians-diabetes.data",
-            "06f5b7c2cd7bca686fda4f92eab5f61e7ff6426a9acefa2e3dda04fc54293cf5",
-            23279,
-            (PIMA_COPY,),
-        ),
-        RemoteFile(
-            "pima-indians-diabetes/pima-indians-diabetes.names",
-            "60d1939616d51c185add571f935309973eed52eb33a31764aaeeef18745374c5",
-            3066,
-        ),
-        RemoteFile(
-            "adult/adult.data",
-            "5b00264637dbfec36bdeaab5676b0b309ff9eb788d63554ca0a249491c86603d",
-            3974305,
-        ),
-        RemoteFile(
-            "adult/adult.test",
-            "a2a9044bc167a35b2361efbabec64e89d69ce82d9790d2980119aac5fd7e9c05",
-            2003153,
-        ),
-        RemoteFile(
-            "adult/adult.names",
-            "c248284c0b5de30c9e1958d6cdd168a34a654758b620e68f46aefa83fc0a576a",
-            5229,
-        ),
-        RemoteFile(
-            "housing/housing.data",
-            "baadf72995725d76efe787b664e1f083388c79ba21ef9a7990d87f774184735a",
-            49082,
-            (HOUSING_COPY,),
-        ),
-        RemoteFile(
-            "housing/housing.names",
-            "e34759df81bce6c916aa2766b2b2d44a88c47d81b322517377714ee5cd64adcf",
-            2080,
-        ),
-        RemoteFile(
-            "optdigits/optdigits.tra",
-            "e1b683cc211604fe8fd8c4417e6a69f31380e0c61d4af22e93cc21e9257ffedd",
-            563639,
-        ),
-        RemoteFile(
-            "optdigits/optdigits.tes",
-            "6ebb3d2fee246a4e99363262ddf8a00a3c41bee6014c373ed9d9216ba7f651b8",
-            264712,
-        ),
-        RemoteFile(
-            "optdigits/optdigits.names",
-            "3e82f7202d72a2b7dbdbc324c8c90fe8853164f5d6ab978a071357ad3de89f02",
-            2439,
-        ),
-        RemoteFile(
-            "ionosphere/ionosphere.data",
-            "46d52186b84e20be52918adb93e8fb9926b34795ff7504c24350ae0616a04bbd",
-            76467,
-        ),
-        RemoteFile(
-            "ionosphere/ionosphere.names",
-            "a368e4fd9b910a3ac97fa306add17446c13105367e17f5b691455db2ea8411cf",
-            3116,
-        ),
-        RemoteFile(
-            "liver-disorders/bupa.data",
-            "a166a3e7a6f4dc41aaaedc59a107e57d8adcaeb8821f0873d756982f1ea74c92",
-            7297,
-        ),
-        RemoteFile(
-            "liver-disorders/bupa.names",
-            "b8c348733ec58bd1cb489a5307409f60226b9afa30fd99b24fb593e9abc08dfe",
-            1272,
-        ),
-        RemoteFile(
-            "undocumented/connectionist-bench/sonar/sonar.all-data",
-            "e90434cdbf00fcf93ffa911fe447ae25606979658e60f1d32e155c3b5240234d",
-            87776,
-        ),
-        RemoteFile(
-            "undocumented/connectionist-bench/sonar/sonar.names",
-            "f3d650ae9772b1a5021d977fe9f8194259f3dddec1922128c8104cf1c4e7250f",
-            5872,
-        ),
-        RemoteFile(
-            "molecular-biology/promoter-gene-sequences/promoters.data",
-            "edd5f6f266ee04a78d4a8d88594e335fb8b5e8f204e63244eec3c2a9e5befd9d",
-            7130,
-        ),
-        RemoteFile(
-            "molecular-biology/promoter-gene-sequences/promoters.names",
-            "595853987dfc477f22474136b0f33de888b075ec060b22f167fc13016cbe211b",
-            3527,
-        ),
-        RemoteFile(
-            "lymphography/lymphography.data",
-            "e17d22d071341af08a505a10eb558afc835e302b02c8b381c1fa3dd305731935",
-            5624,
-        ),
-        RemoteFile(
-            "lymphography/lymphography.names",
-            "65befbda99542348bb42f698fcb7bd4c24c8cd499bb542ce3ffa8db0f5691ac4",
-            3236,
-        ),
-        RemoteFile(
-            "breast-cancer/breast-cancer.data",
-            "ca7d3fa97b62ff967b6894ffbb3acaaf4a51062e0149e5950b3ad6f685970b65",
-            18654,
-        ),
-        RemoteFile(
-            "breast-cancer/breast-cancer.names",
-            "b6e210111f391d6f90380c0657e443f105c3b350e46833e091af4e96f7d05f33",
-            3172,
-        ),
-        RemoteFile(
-            "lenses/lenses.data",
-            "711f22d5a4bed062bb715d39d23d54d2667206fbd97c94c7fd013ede47fb96c2",
-            408,
-        ),
-        RemoteFile(
-            "lenses/lenses.names",
-            "b205b3d8c58f590efc344ad706e4c05fa9def8eafa1031f80914ba57e8421481",
-            1644,
-        ),
-        RemoteFile(
-            "thyroid-disease/sick.data",
-            "81d4e8ae85233d453afc3ac721cfc5af8d83c0e8cd39d70aa9923089022f2c02",
-            239515,
-        ),
-        RemoteFile(
-            "thyroid-disease/sick.test",
-            "e618b0a41f6df17ff297c8fbf7d15e8d97b37397d26e784e708ebb2297613018",
-            83280,
-        ),
-        RemoteFile(
-            "thyroid-disease/sick.names",
-            "00ca5bfcdba355c910ab311de4b2dd3f4e344628435922aba1dec8427bfcf7ea",
-            818,
-        ),
-        RemoteFile(
-            "voting-records/house-votes-84.data",
-            "c87c14110a5ba91d4a1e313ec7392824458152bf071fa5f5452340488337936e",
-            18171,
-        ),
-        RemoteFile(
-            "voting-records/house-votes-84.names",
-            "5fab2dce4c8e311c2001c4eba22f8956273335698f2aab7714f85f694aad3449",
-            6868,
-        ),
-    ]
-}
+REGISTRY_FILE = "registry.txt"
+SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
-def _files(*paths: str) -> tuple[RemoteFile, ...]:
-    return tuple(_FILES[p] for p in paths)
+def _read_registry(text: str) -> dict[str, dict[str, list[RemoteFile]]]:
+    """registry.txt as {dataset: {"data": files, "docs": files}}, each list in file order.
+    Read as pooch's `Pooch.load_registry` reads its files (shlex-split lines, '#' comments);
+    the columns pooch has no room for are why it is not pooch's loader."""
+    files: dict[str, dict[str, list[RemoteFile]]] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        fields = shlex.split(line, comments=True)
+        if not fields:
+            continue
+        name, role, path, sha256, size, *urls = fields if len(fields) >= 5 else [""] * 5
+        if role not in ("data", "docs") or not SHA256.fullmatch(sha256) or not size.isdigit():
+            raise ValueError(
+                f"{REGISTRY_FILE}, line {number}: expected 'dataset data|docs path sha256 size "
+                f"[url ...]', got {line.strip()!r}"
+            )
+        roles = files.setdefault(name, {"data": [], "docs": []})
+        roles[role].append(RemoteFile(path, sha256, int(size), tuple(urls)))
+    return files
+
+
+_FILES = _read_registry(resources.files("genvdis").joinpath(REGISTRY_FILE).read_text("utf-8"))
 
 
 def _kinds(continuous: list[str] = (), discrete: list[str] = ()) -> dict[str, str]:
     return {**dict.fromkeys(continuous, "continuous"), **dict.fromkeys(discrete, "discrete")}
 
 
+def _registered(
+    name: str,
+    description: str,
+    parser: Callable[[list[Path]], pd.DataFrame],
+    attributes: dict[str, str],
+    target: str,
+) -> DatasetInfo:
+    """A dataset whose files are its lines in registry.txt."""
+    files = _FILES.get(name, {}).get("data")
+    if not files:
+        raise LookupError(f"{REGISTRY_FILE} lists no data file for the dataset '{name}'")
+    docs = _FILES[name]["docs"]
+    return DatasetInfo(name, description, tuple(files), parser, attributes, target, tuple(docs))
+
+
 REGISTRY: dict[str, DatasetInfo] = {
     info.name: info
     for info in [
-        DatasetInfo(
+        _registered(
             "pima", "Pima Indians diabetes (onset within 5 years)",
-            _files("pima-indians-diabetes/pima-indians-diabetes.data"),
             _csv_parser([*PIMA_ATTRIBUTES, "class"]), _kinds(PIMA_ATTRIBUTES), "class",
-            _files("pima-indians-diabetes/pima-indians-diabetes.names"),
         ),
-        DatasetInfo(
-            "adult", "Adult census income (> $50K), adult.data + adult.test",
-            _files("adult/adult.data", "adult/adult.test"), _parse_adult,
-            _kinds(ADULT_CONTINUOUS, ADULT_DISCRETE), "income", _files("adult/adult.names"),
+        _registered(
+            "adult", "Adult census income (> $50K), adult.data + adult.test", _parse_adult,
+            _kinds(ADULT_CONTINUOUS, ADULT_DISCRETE), "income",
         ),
-        DatasetInfo(
+        _registered(
             "housing", "Boston housing (median value MEDV)",
-            _files("housing/housing.data"),
             _parse_whitespace([*HOUSING_ATTRIBUTES, "MEDV"]), _kinds(HOUSING_ATTRIBUTES), "MEDV",
-            _files("housing/housing.names"),
         ),
-        DatasetInfo(
+        _registered(
             "optdigits", "Optical recognition of handwritten digits, 8x8 counts, .tra + .tes",
-            _files("optdigits/optdigits.tra", "optdigits/optdigits.tes"),
             _csv_parser([*OPTDIGITS_ATTRIBUTES, "digit"]), _kinds(OPTDIGITS_ATTRIBUTES), "digit",
-            _files("optdigits/optdigits.names"),
         ),
-        DatasetInfo(
+        _registered(
             "ionosphere", "Johns Hopkins ionosphere radar returns (good/bad)",
-            _files("ionosphere/ionosphere.data"),
             _csv_parser([*IONOSPHERE_ATTRIBUTES, "class"]), _kinds(IONOSPHERE_ATTRIBUTES),
-            "class", _files("ionosphere/ionosphere.names"),
+            "class",
         ),
-        DatasetInfo(
+        _registered(
             "liver", "BUPA liver disorders; the 7th field (selector) is the class",
-            _files("liver-disorders/bupa.data"),
             _csv_parser([*LIVER_ATTRIBUTES, "selector"]), _kinds(LIVER_ATTRIBUTES), "selector",
-            _files("liver-disorders/bupa.names"),
         ),
-        DatasetInfo(
+        _registered(
             "sonar", "Connectionist bench sonar, mines vs. rocks",
-            _files("undocumented/connectionist-bench/sonar/sonar.all-data"),
             _csv_parser([*SONAR_ATTRIBUTES, "class"]), _kinds(SONAR_ATTRIBUTES), "class",
-            _files("undocumented/connectionist-bench/sonar/sonar.names"),
         ),
-        DatasetInfo(
+        _registered(
             "promoters", "E. coli promoter gene sequences, 57 nucleotide positions",
-            _files("molecular-biology/promoter-gene-sequences/promoters.data"), _parse_promoters,
-            _kinds(discrete=PROMOTER_POSITIONS), "class",
-            _files("molecular-biology/promoter-gene-sequences/promoters.names"),
+            _parse_promoters, _kinds(discrete=PROMOTER_POSITIONS), "class",
         ),
-        DatasetInfo(
+        _registered(
             "lymphography", "Lymphography (Ljubljana), 4 classes",
-            _files("lymphography/lymphography.data"),
             _csv_parser(["class", *LYMPH_ATTRIBUTES]), _kinds(discrete=LYMPH_ATTRIBUTES), "class",
-            _files("lymphography/lymphography.names"),
         ),
-        DatasetInfo(
+        _registered(
             "breast-cancer", "Breast cancer recurrence (Ljubljana)",
-            _files("breast-cancer/breast-cancer.data"),
             _csv_parser(["class", *BREAST_ATTRIBUTES]), _kinds(discrete=BREAST_ATTRIBUTES),
-            "class", _files("breast-cancer/breast-cancer.names"),
+            "class",
         ),
-        DatasetInfo(
-            "lenses", "Contact lenses: hard, soft or none",
-            _files("lenses/lenses.data"), _parse_lenses, _kinds(discrete=LENSES_ATTRIBUTES),
-            "class", _files("lenses/lenses.names"),
+        _registered(
+            "lenses", "Contact lenses: hard, soft or none", _parse_lenses,
+            _kinds(discrete=LENSES_ATTRIBUTES), "class",
         ),
-        DatasetInfo(
-            "sick", "Thyroid disease: sick vs. negative, sick.data + sick.test",
-            _files("thyroid-disease/sick.data", "thyroid-disease/sick.test"), _parse_sick,
+        _registered(
+            "sick", "Thyroid disease: sick vs. negative, sick.data + sick.test", _parse_sick,
             _kinds(SICK_CONTINUOUS, [c for c in SICK_COLUMNS[:-1] if c not in SICK_CONTINUOUS]),
-            "class", _files("thyroid-disease/sick.names"),
+            "class",
         ),
-        DatasetInfo(
+        _registered(
             "voting", "1984 US Congressional voting records (party)",
-            _files("voting-records/house-votes-84.data"),
             _csv_parser(["party", *VOTES]), _kinds(discrete=VOTES), "party",
-            _files("voting-records/house-votes-84.names"),
         ),
     ]
 }  # fmt: skip
