@@ -2,14 +2,14 @@
 
 The public API (see README "Python API"): `load_config`, `run`, `open_results`, `Results`,
 `builtin_configs` and `UserError`. Importing genvdis loads none of the numeric libraries: each
-name is imported from its module on first use.
+name is imported from its module on first use. `__version__` is pyproject.toml's, read from the
+installed package's metadata on first use (importlib.metadata costs more than genvdis itself).
 """
 
 from __future__ import annotations
 
 import importlib
 
-__version__ = "0.3.0"
 __all__ = ["Results", "UserError", "builtin_configs", "load_config", "open_results", "run"]
 
 _HOMES = {
@@ -27,15 +27,31 @@ if TYPE_CHECKING:
     from genvdis.builtin import builtin_configs
     from genvdis.errors import UserError
 
+    __version__: str
+
 
 def __getattr__(name: str) -> object:
     """The public names, imported on first use (PEP 562)."""
-    if name not in _HOMES:
+    if name == "__version__":
+        value = _version()
+    elif name in _HOMES:
+        value = getattr(importlib.import_module(_HOMES[name]), name)
+    else:
         raise AttributeError(f"module 'genvdis' has no attribute '{name}'")
-    value = getattr(importlib.import_module(_HOMES[name]), name)
     globals()[name] = value
     return value
 
 
+def _version() -> str:
+    """The installed distribution's version; "0+unknown" when genvdis runs from a checkout
+    that was never installed (pip install -e . records it)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("genvdis")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
 def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+    return sorted({*globals(), *__all__, "__version__"})

@@ -26,6 +26,7 @@ from genvdis.config import FileDataset, load_config
 from genvdis.datasets import REGISTRY, RawData, load_file_dataset, load_registered
 from genvdis.engine import load_data
 from genvdis.errors import UserError
+from genvdis.fetch import RemoteFile
 from genvdis.preprocessing import prepare
 
 REPO = Path(__file__).resolve().parents[1]
@@ -207,6 +208,75 @@ def test_missing_values_are_nan(mirror_env):
     assert voting[datasets.VOTES].isna().sum().tolist() == VOTING_QUESTION_MARKS
     for name in REGISTRY:
         assert not (_load(name).frame == "?").any(axis=None), name
+
+
+# --- the registry: registry.txt --------------------------------------------------------------
+
+REGISTRY_TXT = REPO / "genvdis" / "registry.txt"
+SHA_A, SHA_B = "a" * 64, "b" * 64
+
+
+def _registered_files() -> dict[str, tuple[str, int]]:
+    return {
+        f.path: (f.sha256, f.size) for info in REGISTRY.values() for f in (*info.files, *info.docs)
+    }
+
+
+def test_the_registry_holds_the_datasets_of_the_papers_panels():
+    """The 15 panel configs name registered datasets, and every registered dataset, and every
+    dataset with files in registry.txt, serves a panel (adult and optdigits serve two)."""
+    used = {load_config(path).dataset for path in PANEL_FILES}
+    lines = [line.split() for line in REGISTRY_TXT.read_text().splitlines()]
+    in_file = {fields[0] for fields in lines if fields and not fields[0].startswith("#")}
+    assert used == set(REGISTRY) == in_file
+
+
+def test_registered_files_are_the_archive_bytes(uci_dir):
+    """Each registered file's sha256 and size are those of the archive's file (the copy the
+    tests use), and, where the copy has its MANIFEST.tsv, the registry is exactly the files
+    it records, with the same sha256 and size."""
+    registered = _registered_files()
+    for path, (sha256, size) in registered.items():
+        data = (uci_dir / path).read_bytes()
+        assert (hashlib.sha256(data).hexdigest(), len(data)) == (sha256, size), path
+    manifest = uci_dir / "MANIFEST.tsv"
+    if manifest.is_file():  # the project's copy has one; a test download cache has none
+        with manifest.open(newline="") as handle:
+            rows = list(csv.DictReader(handle, delimiter="\t"))
+        assert registered == {row["path"]: (row["sha256"], int(row["bytes"])) for row in rows}
+
+
+def test_registry_lines_keep_their_order_and_addresses():
+    """Comments and blank lines are skipped; data files keep their order (the parser stacks
+    them so), and the other addresses theirs (they are tried in it)."""
+    text = (
+        "# dataset role path sha256 size addresses\n\n"
+        f"x  data  x/x.train  {SHA_A}  10  https://a.example/x.train 'https://b.example/x y'\n"
+        f"x  docs  x/x.names  {SHA_B}  5  # its description\n"
+        f"x  data  x/x.test   {SHA_B}  7\n"
+    )
+    assert datasets._read_registry(text) == {
+        "x": {
+            "data": [
+                RemoteFile(
+                    "x/x.train", SHA_A, 10, ("https://a.example/x.train", "https://b.example/x y")
+                ),
+                RemoteFile("x/x.test", SHA_B, 7),
+            ],
+            "docs": [RemoteFile("x/x.names", SHA_B, 5)],
+        }
+    }
+
+
+@pytest.mark.parametrize(
+    "line",
+    [f"x data x/x.data {SHA_A}", f"x doc x/x.data {SHA_A} 10", f"x data x/x.data {SHA_A[1:]} 10",
+     f"x data x/x.data {SHA_A} ten", f"x data x/x.data {SHA_A.upper()} 10"],
+    ids=["no-size", "role", "short-sha256", "size", "upper-case"],
+)  # fmt: skip
+def test_a_malformed_registry_line_is_named(line):
+    with pytest.raises(ValueError, match=r"^registry.txt, line 2: expected 'dataset data\|docs"):
+        datasets._read_registry(f"# a comment\n{line}\n")
 
 
 # --- the panel configs -----------------------------------------------------------------------

@@ -4,7 +4,9 @@ mirrors serve the real lenses files (`uci_dir`: without them those tests are ski
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import re
 from pathlib import Path
 
 import pytest
@@ -120,3 +122,28 @@ def test_default_cache_and_mirror_come_from_the_environment(monkeypatch, tmp_pat
     assert fetch.data_dir() == tmp_path and fetch.data_dir("elsewhere") == Path("elsewhere")
     assert fetch.mirror_base() == "http://mirror.invalid/"
     assert fetch.mirror_base("/local") == "/local"
+
+
+def test_other_addresses_are_tried_in_order_after_the_archive(
+    monkeypatch, dead_mirror, serve, uci_dir, tmp_path
+):
+    """A file the archive no longer serves comes from its other addresses, in their order: the
+    first that serves the registered bytes wins."""
+    monkeypatch.setattr(fetch, "UCI_BASE", dead_mirror)  # the archive, unreachable
+    elsewhere = serve(uci_dir)
+    moved = dataclasses.replace(LENSES, other_urls=(dead_mirror + "x", elsewhere + LENSES.path))
+    path = fetch.fetch_file(moved, cache=tmp_path)
+    assert path == tmp_path / LENSES.path and _sha256(path) == LENSES.sha256
+
+
+@pytest.mark.parametrize("name", ["pima", "housing"])
+def test_withdrawn_files_keep_a_copy_pinned_to_a_commit(name):
+    """pima and housing are gone from the UCI site: their data file is tried there first, then
+    at one public copy of the same file at a fixed commit (a branch could change its bytes);
+    a mirror replaces both."""
+    (file,) = datasets.get_info(name).files
+    archive, copy = fetch.source_urls(file)
+    assert archive == fetch.UCI_BASE + file.path
+    assert re.fullmatch(r"https://raw\.githubusercontent\.com/[^/]+/[^/]+/[0-9a-f]{40}/.+", copy)
+    assert copy.rsplit("/", 1)[1] == file.path.rsplit("/", 1)[1]
+    assert fetch.source_urls(file, "/srv/uci") == [f"/srv/uci/{file.path}"]

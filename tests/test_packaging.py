@@ -6,10 +6,12 @@ into a fresh virtual environment and runs a built-in config from a temporary fol
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import tarfile
 import zipfile
+from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +21,7 @@ import yaml
 from sklearn.datasets import load_breast_cancer
 from typer.testing import CliRunner
 
+import genvdis
 from genvdis import builtin, splits, starter
 from genvdis.cli import app
 
@@ -74,6 +77,8 @@ def test_the_wheel_ships_every_config_and_the_command(dist):
         entry_points = next(n for n in archive.namelist() if n.endswith("entry_points.txt"))
         assert "genvdis = genvdis.cli:app" in archive.read(entry_points).decode()
         assert "genvdis/api.py" in archive.namelist()
+        registry = REPO / "genvdis" / "registry.txt"  # the UCI files, read by genvdis.datasets
+        assert archive.read("genvdis/registry.txt") == registry.read_bytes()
 
 
 def test_the_sdist_holds_configs_once(dist):
@@ -85,6 +90,22 @@ def test_the_sdist_holds_configs_once(dist):
             member = archive.extractfile(f"{root}/configs/{path.name}")
             assert member is not None and member.read() == path.read_bytes()
     assert not [n for n in names if "/genvdis/configs/" in n]  # one source, not two copies
+
+
+def test_the_version_has_one_source(monkeypatch):
+    """pyproject.toml declares the version; genvdis.__version__ and `genvdis --version` read it
+    from the installed package's metadata, and a checkout that was never installed says
+    0+unknown rather than failing."""
+    declared = re.search(r'^version = "([^"]+)"$', (REPO / "pyproject.toml").read_text(), re.M)
+    assert genvdis.__version__ == declared[1]
+    assert invoke("--version").stdout.strip() == declared[1]
+
+    def not_installed(name: str) -> str:
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(metadata, "version", not_installed)
+    monkeypatch.delattr(genvdis, "__version__")  # read again, on first use
+    assert genvdis.__version__ == "0+unknown"
 
 
 # --- names instead of paths -----------------------------------------------------------------
