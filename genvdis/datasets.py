@@ -174,7 +174,7 @@ VOTES = [
 ]  # fmt: skip
 
 REGISTRY_FILE = "registry.txt"
-SHA256 = re.compile(r"[0-9a-f]{64}")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 def _read_registry(text: str) -> dict[str, dict[str, list[RemoteFile]]]:
@@ -187,7 +187,7 @@ def _read_registry(text: str) -> dict[str, dict[str, list[RemoteFile]]]:
         if not fields:
             continue
         name, role, path, sha256, size, *urls = fields if len(fields) >= 5 else [""] * 5
-        if role not in ("data", "docs") or not SHA256.fullmatch(sha256) or not size.isdigit():
+        if role not in ("data", "docs") or not _SHA256.fullmatch(sha256) or not size.isdigit():
             raise ValueError(
                 f"{REGISTRY_FILE}, line {number}: expected 'dataset data|docs path sha256 size "
                 f"[url ...]', got {line.strip()!r}"

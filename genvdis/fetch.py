@@ -36,7 +36,8 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class RemoteFile:
-    """One archive file: its path under the UCI base, its sha256 and size in bytes."""
+    """One archive file: its path under the UCI base, its sha256, its size in bytes (the
+    download cap is a multiple of it) and any addresses to try after the archive, in order."""
 
     path: str
     sha256: str
