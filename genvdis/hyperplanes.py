@@ -16,18 +16,32 @@ w is drawn by exact Hamiltonian Monte Carlo for the truncated normal (each itera
 exactly solved Hamiltonian trajectory that bounces off the walls), which costs O(m) per bounce
 instead of O(m d).
 Finally the radius is drawn as U^(1/d), so the returned point is uniform on V itself.
+
+Whether a training set is separable at all is a linear program's answer (`max_margin`);
+`decide` usually reaches it without the LP, through certificates of that answer that are
+checked with their rounding error bounded, so a shortcut never decides wrongly
+(docs/separable.md).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import linprog
+from scipy.optimize import OptimizeResult, linprog
 
 from genvdis import streams
 
-# A training set is called separable when its L-infinity maximum margin exceeds this. The same
-# threshold makes the cheap non-separability certificate below agree with the LP.
+# A training set is called separable when its L-infinity maximum margin exceeds this: the LP
+# below is the definition, and every shortcut in `decide` is a certificate of its answer.
 MARGIN_TOL = 1e-7
+# Splits whose constraint rows are built at once when certifying: bounds the memory.
+CHUNK_BYTES = 32 * 2**20
+
+
+def _gamma(n: int) -> float:
+    """Higham's gamma_n = n u / (1 - n u): a sum of n products computed in floating point, in
+    any order, is off by at most gamma_n times the sum of the products' absolute values."""
+    unit = np.finfo(float).eps / 2
+    return n * unit / (1 - n * unit)
 
 
 def signed_rows(X: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -37,29 +51,100 @@ def signed_rows(X: np.ndarray, y: np.ndarray) -> np.ndarray:
     return sign * np.concatenate([X, ones], axis=-1)
 
 
-def max_margin(A: np.ndarray) -> tuple[bool, np.ndarray]:
-    """Solve max t s.t. A z >= t, -1 <= z <= 1 (an LP, HiGHS). Separable iff t > MARGIN_TOL;
-    then z is the maximum-margin hyperplane in the L-infinity normalisation."""
+def widest(Z: np.ndarray) -> float:
+    """1 + max_i ||z_i||_1 over the rows of Z: bounds ||a_i||_1 for every constraint row."""
+    return 1.0 + (float(np.abs(Z).sum(axis=-1).max()) if Z.size else 0.0)
+
+
+def _certified(lowest: np.ndarray, z: np.ndarray, row_norm: np.ndarray | float) -> np.ndarray:
+    """min_i a_i.z / ||z||_inf, from the computed min_i a_i.z, lowered by its rounding: a sum of
+    d products is off by at most gamma_d ||a_i||_1 ||z||_inf, row_norm bounding ||a_i||_1."""
+    g = _gamma(z.shape[-1] + 4)
+    scale = np.abs(z).max(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = lowest / scale
+    return np.where(scale > 0, ratio - g * np.abs(ratio) - g * (1 + g) * row_norm, -np.inf)
+
+
+def margin_of(A: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """A lower bound, rounding included, on the L-infinity margin min_i a_i.z / ||z||_inf that
+    z achieves (A (..., m, d), z (..., d)); -inf for z = 0. Above MARGIN_TOL it proves the set
+    separable in the LP's sense."""
+    lowest = np.einsum("...md,...d->...m", A, z).min(axis=-1)
+    return _certified(lowest, z, np.abs(A).sum(axis=-1).max(axis=-1))
+
+
+def _margins_on_data(Z: np.ndarray, y: np.ndarray, idx: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """`margin_of` for the training sets idx (S, m) of (Z, y), with z (S, d): one product with
+    the data instead of a copy of every training set's rows, in pieces of CHUNK_BYTES."""
+    sign, row_norm = 2.0 * y - 1.0, widest(Z)
+    out = np.empty(len(idx))
+    for part in _chunks(np.arange(len(idx)), len(y), 1):
+        eta = Z @ z[part, :-1].T + z[part, -1]  # (n, S)
+        lowest = (sign[idx[part]] * eta[idx[part], np.arange(part.size)[:, None]]).min(axis=1)
+        out[part] = _certified(lowest, z[part], row_norm)
+    return out
+
+
+def margin_bound(A: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """An upper bound on the L-infinity max margin from any weights lambda >= 0, not all 0
+    (Gordan): for ||z||_inf <= 1, min_i a_i.z <= lambda.A z / sum(lambda) <= ||A^T lambda||_1 /
+    sum(lambda). A (..., m, d), weights (..., m). The weights are scaled to a maximum of 1 (no
+    underflow) and the bound covers the rounding of A^T lambda; weights that are all 0, negative
+    or not finite prove nothing: inf. With lambda_i = sigmoid(-a_i.beta) at the logistic MLE,
+    A^T lambda is the likelihood's gradient (~0), so a bound <= MARGIN_TOL proves
+    non-separability without an LP."""
+    weights = np.asarray(weights, dtype=float)
+    top = weights.max(axis=-1, keepdims=True)
+    valid = (top[..., 0] > 0) & np.isfinite(top[..., 0]) & (weights.min(axis=-1) >= 0)
+    lam = weights / np.where(valid[..., None], top, 1.0)
+    gradient = np.einsum("...md,...m->...d", A, lam)
+    spread = np.einsum("...m,...m->...", lam, np.abs(A).sum(axis=-1))
+    g = _gamma(A.shape[-2] + A.shape[-1] + 4)
+    numerator = (np.abs(gradient).sum(axis=-1) + g * spread) * (1 + g) ** 2
+    total = np.where(valid, lam.sum(axis=-1), 1.0)  # >= 1 where valid
+    return np.where(valid, numerator / (total * (1 - g)), np.inf)
+
+
+def newton_bound(bound: np.ndarray, Z: np.ndarray) -> np.ndarray:
+    """Newton's margin bounds (`newton.NewtonFit.margin_bound`: ||A^T r||_1 / sum |r| with the
+    residuals r of its last iterate, on data Z) made rigorous: plus the rounding of A^T r, summed
+    over at most all n rows of Z. Valid where that iterate misclassifies a point (a residual of
+    at least 1/2: no underflow matters), i.e. where Newton did not stop on a separating one."""
+    g = _gamma(Z.shape[0] + Z.shape[1] + 5)
+    return (bound + g * widest(Z)) * (1 + g) ** 2
+
+
+def _solve_lp(A: np.ndarray) -> OptimizeResult:
+    """max t s.t. A z >= t, -1 <= z <= 1, 0 <= t <= 1 by HiGHS (its default solver, then interior
+    point if that fails). The LP is always feasible (z = 0) and bounded, so a failure is a bug:
+    raised, never read as "not separable"."""
     m, d1 = A.shape
     c = np.zeros(d1 + 1)
     c[-1] = -1.0
     A_ub = np.hstack([-A, np.ones((m, 1))])
     bounds = [(-1.0, 1.0)] * d1 + [(0.0, 1.0)]
-    result = linprog(c, A_ub=A_ub, b_ub=np.zeros(m), bounds=bounds, method="highs")
-    if result.status != 0:
-        return False, np.zeros(d1)
+    for method in ("highs", "highs-ipm"):
+        result = linprog(c, A_ub=A_ub, b_ub=np.zeros(m), bounds=bounds, method=method)
+        if result.status == 0:
+            return result
+    raise RuntimeError(f"the separability LP failed: {result.message}")
+
+
+def max_margin(A: np.ndarray) -> tuple[bool, np.ndarray]:
+    """Solve max t s.t. A z >= t, -1 <= z <= 1 (an LP, HiGHS). Separable iff t > MARGIN_TOL;
+    then z is the maximum-margin hyperplane in the L-infinity normalisation. The answer is
+    certified from both of the LP's solutions: the primal z by the margin it achieves
+    (`margin_of`), the dual's weights by `margin_bound`. Only if the maximum margin lies within
+    the solver's tolerance of MARGIN_TOL does neither settle it, and the LP's t decides."""
+    result = _solve_lp(A)
     z, t = result.x[:-1], result.x[-1]
-    separable = t > MARGIN_TOL and bool(np.all(A @ z > 0))
-    return separable, z
-
-
-def margin_bound(A: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """An upper bound on the L-infinity max margin from any weights lambda >= 0 (Gordan):
-    for ||z||_inf <= 1, min_i a_i.z <= lambda.A z / sum(lambda) <= ||A^T lambda||_1 / sum(lambda).
-    With lambda_i = sigmoid(-a_i.beta) at the logistic MLE, A^T lambda is the likelihood's
-    gradient (~0), so a bound <= MARGIN_TOL proves non-separability without an LP."""
-    gradient = np.einsum("smd,sm->sd", A, weights)
-    return np.abs(gradient).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-300)
+    achieved = float(margin_of(A, z))
+    if achieved > MARGIN_TOL:
+        return True, z
+    if margin_bound(A, np.maximum(-result.ineqlin.marginals, 0.0)) <= MARGIN_TOL:
+        return False, z
+    return bool(t > MARGIN_TOL and achieved > 0), z
 
 
 def prove_inseparable(A: np.ndarray, beta: np.ndarray) -> np.ndarray:
@@ -68,8 +153,10 @@ def prove_inseparable(A: np.ndarray, beta: np.ndarray) -> np.ndarray:
     likelihood's gradient A^T lambda ~ 0. Under quasi-complete separation the fit drifts off to
     infinity and the gradient shrinks slowly, so more weightings are tried: lambda with its
     vanishing weights (the separated points) zeroed, at three thresholds, and each of those
-    projected onto A^T lambda = 0 within its support, by least squares. Any lambda >= 0 gives
-    a valid bound, so this only saves linear programs; it never decides wrongly."""
+    projected onto A^T lambda = 0 within its support, by least squares. Any lambda >= 0, not all
+    0, gives a valid bound, and `margin_bound` proves nothing from weights that are all 0 (the
+    projection can clip every weight away), so this only saves linear programs; it never
+    decides wrongly."""
     lam = 0.5 - 0.5 * np.tanh(0.5 * np.einsum("smd,sd->sm", A, beta))  # sigmoid(-A beta)
     proven = margin_bound(A, lam) <= MARGIN_TOL
     for threshold in (1e-6, 1e-3, 1e-2):
@@ -97,6 +184,47 @@ def has_conflicting_duplicates(X: np.ndarray, y: np.ndarray) -> bool:
     labels_per_row = np.zeros((inverse.max() + 1, 2), dtype=bool)
     labels_per_row[inverse, y.astype(int)] = True
     return bool(labels_per_row.all(axis=1).any())
+
+
+def _chunks(splits: np.ndarray, m: int, width: int) -> list[np.ndarray]:
+    """`splits` in pieces whose constraint rows (m x width each) fit in CHUNK_BYTES."""
+    size = max(1, CHUNK_BYTES // (8 * m * width))
+    return [splits[i : i + size] for i in range(0, splits.size, size)]
+
+
+def decide(
+    Z: np.ndarray, y: np.ndarray, idx: np.ndarray, beta: np.ndarray, separating: np.ndarray,
+    bound: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+    """Which training sets (Z[idx[s]], y[idx[s]]) are separable: the LP's answer (`max_margin`),
+    reached by certificates of it where they exist. From a Newton fit (`newton.NewtonFit`:
+    beta (S, d), separating, bound), for each split: an iterate that separates with a margin
+    above MARGIN_TOL (`margin_of`) proves yes; Newton's own bound (`newton_bound`), the
+    weightings of `prove_inseparable` or two identical inputs with different labels prove no;
+    the rest go to the LP. Returns separable (S,), a start (S, d) for the sampler (a certified
+    separating z where separable: Newton's iterate or the LP's), and which starts are the LP's.
+    """
+
+    def rows(s: np.ndarray | int) -> np.ndarray:
+        return signed_rows(Z[idx[s]], y[idx[s]])
+
+    m, width = idx.shape[1], Z.shape[1] + 1
+    separable, start = separating.copy(), beta.copy()
+    from_lp = np.zeros(len(idx), dtype=bool)
+    claimed = np.flatnonzero(separating)
+    separable[claimed] = _margins_on_data(Z, y, idx[claimed], beta[claimed]) > MARGIN_TOL
+    thin = claimed[~separable[claimed]]  # Newton's bound is no certificate where it separated
+    unproven = ~separating & ~(newton_bound(bound, Z) <= MARGIN_TOL)
+    undecided = np.union1d(np.flatnonzero(unproven), thin)
+    for part in _chunks(undecided, m, width):
+        proven = prove_inseparable(rows(part), beta[part])
+        for s in part[~proven]:
+            if has_conflicting_duplicates(Z[idx[s]], y[idx[s]]):
+                continue
+            separable[s], z = max_margin(rows(s))
+            if separable[s]:
+                start[s], from_lp[s] = z, True
+    return separable, start, from_lp
 
 
 @streams.jit

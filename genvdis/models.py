@@ -369,24 +369,14 @@ class LogisticRegression(LinearModel):
         else:
             design = _gathered(Z, y, idx)
         fit = self._newton(design, TINY_RIDGE, stop=True, start=start)
-        beta, separable = fit.beta, fit.separating
-        start = beta.copy()  # where the sampler starts: a separating Newton iterate, or the LP's
-        from_lp = np.zeros(S, dtype=bool)  # start[s] is the max-margin solution
-        undecided = np.flatnonzero(~separable & (fit.margin_bound > hyperplanes.MARGIN_TOL))
+        beta = fit.beta
+        separable, start, from_lp = hyperplanes.decide(
+            Z, y, idx, beta, fit.separating, fit.margin_bound
+        )  # start: where the sampler starts, a separating Newton iterate or the LP's solution
 
         def rows(s: np.ndarray | int) -> np.ndarray:  # constraint rows, only where needed
             return hyperplanes.signed_rows(Z[idx[s]], y[idx[s]])
 
-        if undecided.size:  # the fitted likelihood's gradient usually proves non-separability
-            proven = hyperplanes.prove_inseparable(rows(undecided), beta[undecided])
-            undecided = undecided[~proven]
-
-        for s in undecided:
-            if hyperplanes.has_conflicting_duplicates(Z[idx[s]], y[idx[s]]):
-                continue
-            separable[s], z = hyperplanes.max_margin(rows(s))
-            if separable[s]:
-                start[s], from_lp[s] = z, True
         chosen = np.flatnonzero(separable)
         if chosen.size and self.separable == "max_margin":
             for s in chosen[~from_lp[chosen]]:  # the LP already ran for the others

@@ -1,0 +1,187 @@
+"""The separability decision (`hyperplanes.decide`, used by logistic regression) against a linear
+program written here with scipy alone: its shortcuts may only ever reach the LP's answer.
+
+A training set is separable when its L-infinity maximum margin, max t s.t. a_i . z >= t,
+||z||_inf <= 1, exceeds MARGIN_TOL (docs/separable.md). `_lp` solves that LP directly.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.optimize import linprog
+
+from genvdis import engine, hyperplanes, splits
+from genvdis.config import load_config
+from genvdis.models import LogisticRegression, build_model
+from genvdis.preprocessing import FeatureLayout, prepare
+
+REPO = Path(__file__).resolve().parents[1]
+TOL = hyperplanes.MARGIN_TOL
+
+
+def _lp(A: np.ndarray) -> tuple[float, np.ndarray]:
+    """The maximum L-infinity margin t of rows A and a z reaching it (HiGHS, no genvdis code)."""
+    m, d = A.shape
+    result = linprog(
+        np.r_[np.zeros(d), -1.0],
+        A_ub=np.hstack([-A, np.ones((m, 1))]),
+        b_ub=np.zeros(m),
+        bounds=[(-1.0, 1.0)] * d + [(0.0, 1.0)],
+        method="highs",
+    )
+    assert result.status == 0
+    return float(result.x[-1]), result.x[:-1]
+
+
+def _decide(X: np.ndarray, y: np.ndarray, beta: np.ndarray, separating: bool, bound: float):
+    """`decide` on one training set (all of X, y), from a given "Newton fit" beta."""
+    idx = np.arange(len(y))[None, :]
+    return hyperplanes.decide(X, y, idx, beta[None], np.array([separating]), np.array([bound]))
+
+
+# Three of each class in the unit square; the maximum margin 4/15 is reached at z below.
+SQUARE_X = np.array([[0.1, 0.2], [0.1, 0.9], [0.2, 0.5], [0.8, 0.1], [0.9, 0.6], [0.7, 0.4]])
+SQUARE_Y = np.array([0, 0, 0, 1, 1, 1])
+SQUARE_Z = np.array([1.0, -1 / 3, -0.3])
+
+
+def test_weights_that_are_all_zero_prove_nothing():
+    """Gordan's bound needs weights lambda >= 0 that are not all 0: all-zero (or negative, or
+    NaN) weights must give no bound at all, not 0/0 read as 0."""
+    A = hyperplanes.signed_rows(SQUARE_X, SQUARE_Y)
+    bounds = hyperplanes.margin_bound(
+        np.stack([A] * 4), np.array([np.zeros(6), -np.ones(6), np.full(6, np.nan), np.ones(6)])
+    )
+    assert np.all(bounds[:3] == np.inf)
+    t, _ = _lp(A)
+    assert t == pytest.approx(4 / 15) and bounds[3] >= t
+
+
+@pytest.mark.parametrize("scale", [1e4, 60.0])
+def test_a_degenerate_certificate_on_a_separable_set_falls_through_to_the_lp(scale):
+    """A "fit" far out along the max-margin direction makes the weights sigmoid(-A beta) either
+    underflow to 0 (scale 1e4) or, once the far points are dropped, keep only the three
+    support vectors, independent rows whose projection onto A^T lambda = 0 is 0 (scale 60).
+    Both are all-zero weightings: the old code counted them as proofs of non-separability."""
+    A = hyperplanes.signed_rows(SQUARE_X, SQUARE_Y)
+    beta = scale * SQUARE_Z
+    lam = 0.5 - 0.5 * np.tanh(0.5 * A @ beta)
+    if scale == 1e4:
+        assert np.all(lam == 0.0)
+    else:
+        support = lam >= 1e-3 * lam.max()
+        assert support.sum() == 3 and np.linalg.matrix_rank(A[support]) == 3
+    assert not hyperplanes.prove_inseparable(A[None], beta[None])[0]
+    separable, start, from_lp = _decide(SQUARE_X, SQUARE_Y, beta, False, np.inf)
+    assert separable[0] and from_lp[0]
+    assert np.min(A @ start[0]) == pytest.approx(_lp(A)[0])  # the LP's max-margin solution
+
+
+def test_a_degenerate_certificate_on_an_inseparable_set_falls_through_to_the_lp():
+    """XOR, with a fit that gets only (1, 1) wrong: its weights keep that one point, whose
+    projection is 0 (no proof). The LP must then say not separable."""
+    X, y = np.array([[0.0, 0], [1, 1], [0, 1], [1, 0]]), np.array([0, 0, 1, 1])
+    A = hyperplanes.signed_rows(X, y)
+    beta = np.array([40.0, 40.0, -20.0])
+    lam = 0.5 - 0.5 * np.tanh(0.5 * A @ beta)
+    assert np.flatnonzero(lam >= 1e-6 * lam.max()).tolist() == [1]
+    assert not hyperplanes.prove_inseparable(A[None], beta[None])[0]
+    separable, _, from_lp = _decide(X, y, beta, False, np.inf)
+    assert not separable[0] and not from_lp[0]
+    assert _lp(A)[0] <= TOL
+
+
+def test_a_newton_iterate_separating_by_less_than_the_threshold_is_no_proof():
+    """One point of each class, 1e-8 apart: an iterate can separate them (with margin ~5e-9
+    in the L-infinity normalisation), but the maximum margin is below MARGIN_TOL, so by the
+    definition the set is not separable: the iterate must not decide it."""
+    X, y = np.array([[0.0], [1e-8]]), np.array([0, 1])
+    beta = np.array([2e8, -1.0])
+    assert np.all(hyperplanes.signed_rows(X, y) @ beta > 0)
+    separable, _, _ = _decide(X, y, beta, True, np.inf)
+    assert not separable[0]
+    assert _lp(hyperplanes.signed_rows(X, y))[0] <= TOL
+
+
+def test_a_failed_lp_is_an_error_not_a_verdict(monkeypatch):
+    """The LP is always feasible and bounded; if HiGHS still fails, that is raised rather than
+    read as "not separable"."""
+
+    class Failed:
+        status, message = 4, "numerical difficulties"
+
+    monkeypatch.setattr(hyperplanes, "linprog", lambda *args, **kwargs: Failed())
+    with pytest.raises(RuntimeError, match="the separability LP failed: numerical difficulties"):
+        hyperplanes.max_margin(hyperplanes.signed_rows(SQUARE_X, SQUARE_Y))
+
+
+def _near_boundary(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, float]:
+    """m points in [0, 1]^d labelled by a random hyperplane, with 1-3 points of each class
+    moved to distance gap * U(1, 3) of it: a tiny margin (gap > 0), points on it (0), or
+    across it (< 0). Tiny margins are where Newton stops on a huge fit that does not separate,
+    and its certificates degenerate (as on liver at m = 15)."""
+    m, d = int(rng.integers(6, 30)), int(rng.integers(1, 7))
+    gap = float(rng.choice([1e-4, 1e-5, 3e-6, 1e-6, 0.0, -1e-3, -0.05, -0.2]))
+    u, X = rng.normal(size=d), rng.uniform(size=(m, d))
+    u /= np.linalg.norm(u)
+    score = X @ u - np.median(X @ u)
+    y = (score > 0).astype(np.int64)
+    for cls, sign in ((0, -1.0), (1, 1.0)):
+        near = np.flatnonzero(y == cls)[np.argsort(np.abs(score[y == cls]))]
+        for i in near[: rng.integers(1, 4)]:
+            X[i] -= (score[i] - sign * gap * rng.uniform(1, 3)) * u
+    return X, y, gap
+
+
+def test_decisions_equal_the_lp_on_random_problems_with_tiny_margins():
+    """400 small problems, separable or not, many with margins of 1e-6 to 1e-3 (the regime
+    where the old certificate went wrong, 3 times in these 400): logistic regression's verdict
+    equals the LP's on every one, and where separable its fit separates the training set."""
+    rng = np.random.default_rng(0)
+    verdicts = []
+    for _ in range(400):
+        X, y, gap = _near_boundary(rng)
+        A = hyperplanes.signed_rows(X, y)
+        t, _ = _lp(A)
+        assert not 0.5 * TOL < t < 2 * TOL  # no problem is ambiguous at the LP's precision
+        model = LogisticRegression(FeatureLayout(X.shape[1]), separable="max_margin").fit(X, y)
+        assert model.separable_ == (t > TOL), (X.tolist(), y.tolist(), gap)
+        if model.separable_:
+            assert np.all((2 * y - 1) * model.decision_function(X) > 0)
+        verdicts.append(model.separable_)
+    assert 50 < sum(verdicts) < 350  # both answers were exercised
+
+
+def test_certificates_bracket_the_maximum_margin():
+    """Weak duality, rounding included: for any z, the margin it achieves (`margin_of`) is at
+    most the LP's maximum margin, and for any weights lambda >= 0 `margin_bound` is at least
+    that maximum."""
+    rng = np.random.default_rng(1)
+    for _ in range(100):
+        X, y, _ = _near_boundary(rng)
+        A = hyperplanes.signed_rows(X, y)
+        t, z = _lp(A)
+        if t > TOL:
+            assert hyperplanes.margin_of(A, z) == pytest.approx(t, abs=1e-9)
+        zs = np.vstack([rng.normal(size=(20, A.shape[1])), z])
+        assert np.all(hyperplanes.margin_of(np.stack([A] * 21), zs) <= t + 1e-9)
+        weights = rng.exponential(size=(20, len(y))) * (rng.uniform(size=(20, len(y))) < 0.7)
+        assert np.all(hyperplanes.margin_bound(np.stack([A] * 20), weights) >= t - 1e-9)
+
+
+def test_liver_m15_split_266_is_separable(mirror_env):
+    """A regression test: liver at m = 15, split 266 has maximum margin 2.4e-5, yet it was
+    flagged non-separable (a projected weighting of all zeros counted as a proof)."""
+    config = load_config(REPO / "configs" / "liver.yaml")
+    data = prepare(engine.load_data(config), config)
+    encoded = engine.EncodedData.from_prepared(data)
+    models = [build_model(spec, data.layout) for spec in config.models]
+    rows = engine.run_block(encoded, models, 15, range(266, 267), engine.Protocol.of(config))
+    lr = rows[rows["model"] == "logistic_regression"].iloc[0]
+    train, _ = splits.draw_split(encoded.y, 15, config.seed, 266, config.split)
+    t, _ = _lp(hyperplanes.signed_rows(encoded.reference[train], encoded.y[train]))
+    assert t == pytest.approx(2.39e-5, rel=0.01)
+    assert lr["separable"]
