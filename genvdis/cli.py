@@ -33,6 +33,16 @@ Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar; err
 Jobs = Annotated[int, typer.Option("--jobs", "-j", help="Parallel workers.")]
 Splits = Annotated[int | None, typer.Option(help="Splits per m (default: config).")]
 Out = Annotated[Path, typer.Option(help="Results folder.")]
+Wait = Annotated[
+    bool, typer.Option("--wait", help="If another run is using a run folder, wait for it.")
+]
+Force = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="Run beyond the work, memory and size bounds, and on more workers than cores.",
+    ),
+]
 
 
 def _guarded(command):
@@ -152,9 +162,11 @@ def run(
     ] = None,
     mirror: Mirror = None,
     quiet: Quiet = False,
+    wait: Wait = False,
+    force: Force = False,
 ) -> None:
     """Run the protocol: S random splits per m, every model, errors and summary CSVs."""
-    from genvdis import engine
+    from genvdis import engine, planning
     from genvdis.config import load_config
     from genvdis.errors import UserError
 
@@ -167,12 +179,14 @@ def run(
         raise UserError(f"--seed must be >= 0, not {seed}")
     if scheduler and backend != "dask":
         raise UserError("--scheduler needs --backend dask")
+    for path in configs:
+        planning.check_config_file(path, force)
     loaded = [load_config(path).with_overrides(splits=splits, seed=seed) for path in configs]
     for path, config in zip(configs, loaded, strict=True):
         try:
             run_dir = engine.run_experiment(
                 config, out, jobs=jobs, backend=backend, scheduler=scheduler, mirror=mirror,
-                base_dir=path.parent, progress=progress,
+                base_dir=path.parent, progress=progress, force=force, wait=wait,
             )  # fmt: skip
         except UserError as error:  # say which config, when several run in one go
             if str(error).startswith("--"):
@@ -189,13 +203,20 @@ def theory(
     jobs: Jobs = 1,
     out: Out = Path("results"),
     quiet: Quiet = False,
+    wait: Wait = False,
+    force: Force = False,
 ) -> None:
     """Sample complexity on synthetic data: m*(eps) vs n features, NB vs LR, with fits."""
+    from genvdis import planning
     from genvdis.theory import load_theory_config, run_theory
 
     progress = _start_run(jobs, quiet)
+    for path in configs:
+        planning.check_config_file(path, force)
     for config in [load_theory_config(path) for path in configs]:
-        root = run_theory(config, out, jobs=jobs, splits=splits, progress=progress)
+        root = run_theory(
+            config, out, jobs=jobs, splits=splits, progress=progress, force=force, wait=wait
+        )
         log.info("%s: wrote %s", config.name, root)
 
 
