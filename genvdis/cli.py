@@ -1,6 +1,7 @@
 """The `genvdis` command line. It only parses options and delegates to the modules.
 
-Exit codes: 0 ok, 2 bad input (config, data, options), 1 internal error (a bug: please report).
+Exit codes: 0 ok, 2 bad input (config, data, options) or a machine problem the user can fix
+(a full disk, a run folder in use), 1 internal error (a bug: please report).
 """
 
 from __future__ import annotations

@@ -93,26 +93,14 @@ def _snapshot(run_dir: Path) -> dict[str, bytes]:
     return {name: (run_dir / name).read_bytes() for name in FILES}
 
 
-def _stop_after(monkeypatch, n_blocks: int) -> None:
-    """Make the run stop with Ctrl-C once n_blocks checkpoints are saved."""
-    save, saved = results.CheckpointStore.save, []
-
-    def save_then_stop(self, m, start, frame):
-        save(self, m, start, frame)
-        saved.append(start)
-        if len(saved) == n_blocks:
-            raise KeyboardInterrupt
-
-    monkeypatch.setattr(results.CheckpointStore, "save", save_then_stop)
-
-
-def _fail_writes(monkeypatch, where: str, after: int, code: int) -> None:
+def _fail_writes(monkeypatch, where: str, after: int, code: int, stamp: bool = False) -> None:
     """The writer fails with OSError(code) from its (after + 1)-th write into a folder named
-    `where` on, leaving what was written before."""
+    `where` on (the checkpoints' fingerprint stamp counts only with `stamp`), leaving what was
+    written before."""
     write, done = results.atomic_write_text, []
 
     def failing(path: Path, text: str) -> None:
-        if path.parent.name == where and not path.name.startswith("fingerprint"):
+        if path.parent.name == where and (stamp or path.name != "fingerprint"):
             if len(done) >= after:
                 raise OSError(code, os.strerror(code))
             done.append(path)
@@ -123,15 +111,16 @@ def _fail_writes(monkeypatch, where: str, after: int, code: int) -> None:
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
-    """The data and config; a clean run; a run stopped after 3 blocks; one of seed 1."""
+    """The data and config; a clean run; a run stopped after 3 blocks (by a full disk); one
+    of seed 1."""
     root = tmp_path_factory.mktemp("integrity")
     config = _write_data(root)
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(root)
         assert _cli(["run", "own.yaml", "--out", "clean"])[0] == 0
         assert _cli(["run", "own.yaml", "--out", "seed1", "--seed", "1"])[0] == 0
-        _stop_after(patch, 3)
-        assert _cli(["run", "own.yaml", "--out", "stopped"])[0] == 130
+        _fail_writes(patch, results.CHECKPOINTS, 3, errno.ENOSPC)
+        assert _cli(["run", "own.yaml", "--out", "stopped"])[0] == 2
     return root, config, _snapshot(root / "clean" / "own")
 
 
@@ -254,6 +243,11 @@ def _disk_full(env: Env) -> list[str]:
     return RUN
 
 
+def _quota_at_start(env: Env) -> list[str]:
+    _fail_writes(env.patch, results.CHECKPOINTS, 0, errno.EDQUOT, stamp=True)
+    return RUN
+
+
 def _read_only(env: Env) -> list[str]:
     _fail_writes(env.patch, "own", 0, errno.EROFS)
     return RUN
@@ -306,6 +300,33 @@ def _rename_to_another_block(path: Path) -> None:
     path.rename(path.with_name(path.name.replace("_s0000000_", "_s0000009_")))
 
 
+def _rename(old: str, new: str) -> Callable[[Path], None]:
+    return lambda path: path.rename(path.with_name(path.name.replace(old, new)))
+
+
+def _other_fingerprint(path: Path) -> None:
+    key = path.name.split("_")[3]
+    path.rename(path.with_name(path.name.replace(key, "0123456789abcdef")))
+
+
+def _second_copy(path: Path) -> None:
+    """Another checkpoint of the same block that verifies: its rows in another order, named
+    by their own checksum."""
+    lines = path.read_text().splitlines(keepends=True)
+    text = "".join([lines[0], *reversed(lines[1:])])
+    m, start, count, key = (part.lstrip("msn") for part in path.name.split("_")[:4])
+    identity = (
+        f"genvdis checkpoint m={int(m)} start={int(start)} splits={count} fingerprint={key}\n"
+    )
+    digest = results._sha256(identity + text)
+    path.with_name(path.name.rsplit("_", 1)[0] + f"_{digest}.csv").write_text(text)
+
+
+def _folder_instead(path: Path) -> None:
+    path.unlink()
+    path.mkdir()
+
+
 THEORY = """\
 name: huge
 kind: gaussian
@@ -355,6 +376,16 @@ CASES = [
          ("checksum mismatch",), rerun=True),
     Case("checkpoint-renamed-to-another-block", _damage(_rename_to_another_block), 0,
          ("checksum mismatch",), rerun=True),
+    Case("checkpoint-of-another-fingerprint", _damage(_other_fingerprint), 0,
+         ("(made by another run)",), rerun=True),
+    Case("checkpoint-of-a-block-not-in-the-plan", _damage(_rename("_s0000000_", "_s0000001_")),
+         0, ("(not a block of this run)",), rerun=True),
+    Case("checkpoint-with-a-wrong-split-count", _damage(_rename("_n3_", "_n2_")), 0,
+         ("(2 splits, where the block has 3)",), rerun=True),
+    Case("second-valid-checkpoint-of-a-block", _damage(_second_copy), 0,
+         ("(a second checkpoint of the same block)", "resuming, 3 of 8"), rerun=True),
+    Case("checkpoint-that-is-a-folder", _damage(_folder_instead), 0,
+         ("(unreadable: Is a directory)",), rerun=True),
     Case("foreign-file-among-checkpoints",
          _damage(lambda p: p.with_name("notes.csv").write_text("x\n")), 0,
          ("notes.csv (not a checkpoint's name)", "resuming, 3 of 8"), rerun=True),
@@ -373,6 +404,10 @@ CASES = [
     Case("disk-full-on-a-checkpoint", _disk_full, 2,
          ("cannot write a checkpoint in out/own/.checkpoints: no space left on device",
           "rerun the same command to resume"), rerun=True),
+    Case("quota-exceeded-as-the-run-starts", _quota_at_start, 2,
+         ("cannot write checkpoints in out/own: disk quota exceeded",), rerun=True),
+    Case("results-folder-cannot-be-made", lambda e: ["run", "own.yaml", "--out", "/dev/null/x"],
+         2, ("cannot lock /dev/null/x/own: not a directory",)),
     Case("read-only-results-folder", _read_only, 2,
          ("cannot write the results in out/own: read-only file system",), rerun=True),
     Case("dask-scheduler-without-workers", _no_workers, 2, ("has no workers", "dask worker")),
@@ -603,6 +638,18 @@ def test_the_plan_is_lazy_and_counts_without_building():
     assert list(small) == [(10, range(0, 3)), (10, range(3, 6)), (10, range(6, 7)),
                            (30, range(0, 3)), (30, range(3, 6)), (30, range(6, 7))]  # fmt: skip
     assert small.count == 6
+
+
+def test_a_long_run_says_what_it_will_cost_before_it_starts(caplog):
+    plan = planning.plan_tasks([100, 1000], 100_000, None, 50, 20_000)
+    work = planning.Workload(plan, 50, 20_000, ["naive_bayes", "logistic_regression"], jobs=2)
+    with caplog.at_level("INFO", logger="genvdis.planning"):
+        planning.check(work, name="big")
+    hours = work.cpu_seconds() / 3600
+    assert planning.HUMAN < hours * 3600 < planning.MAX_CPU_HOURS * 3600
+    assert f"big: about {hours:.1f} CPU-hours by a rough estimate (200,000 splits; up to" in (
+        caplog.text
+    )
 
 
 def test_the_papers_protocol_is_far_inside_the_bounds():
