@@ -135,6 +135,7 @@ def work(setup, tmp_path, monkeypatch) -> Path:
 
 
 def _copy(setup, which: str, work: Path) -> Path:
+    """The module's run folder `which` as out/own."""
     shutil.copytree(setup[0] / which, work / "out")
     return work / "out" / "own"
 
@@ -157,9 +158,7 @@ class Env:
     stack: contextlib.ExitStack
 
     def copy(self, which: str) -> Path:
-        """The module's run folder `which` as out/own."""
-        shutil.copytree(self.setup[0] / which, self.work / "out")
-        return self.work / "out" / "own"
+        return _copy(self.setup, which, self.work)
 
     def config(self, text: str, name: str = "other.yaml") -> list[str]:
         (self.work / name).write_text(text)
@@ -469,7 +468,7 @@ def _read_until(stream, fragment: str) -> str:
 def test_two_concurrent_runs_into_one_folder(setup, work, hook):
     """The first run holds the folder (paused after its first block): a second run is refused
     naming the first's pid, a third waits with --wait and then finds the finished run."""
-    gate = work / "gate"
+    gate, third = work / "gate", None
     first = subprocess.Popen(hook(*RUN), env=_env(f"pause:{gate}"), stderr=subprocess.PIPE,
                              text=True)  # fmt: skip
     try:
@@ -493,7 +492,7 @@ def test_two_concurrent_runs_into_one_folder(setup, work, hook):
         assert third.returncode == 0 and "own: up to date" in rest, rest
     finally:
         gate.touch()
-        for process in (first, locals().get("third")):
+        for process in (first, third):
             if process is not None and process.poll() is None:
                 process.kill()
     assert _snapshot(work / "out" / "own") == setup[2]
@@ -509,7 +508,7 @@ def test_a_kill_between_the_renames_of_the_final_commit(setup, work, hook, kille
     """A finished run, then a --seed 1 rerun into it killed after renaming one of its new
     files: the folder must not pass for either run, and the original command recomputes the
     original bytes (it used to say "up to date" over seed 1's CSVs)."""
-    run_dir = _copy_clean(setup, work)
+    run_dir = _copy(setup, "clean", work)
     killed = subprocess.run(hook(*RUN, "--seed", "1", "-q"), env=_env(f"kill-after:{killed_after}"),
                             capture_output=True, text=True, timeout=120)  # fmt: skip
     assert killed.returncode == 137, killed.stderr
@@ -528,11 +527,6 @@ def test_a_first_run_killed_in_its_commit_resumes_to_the_same_bytes(setup, work,
     assert code == 0, stderr
     assert f"resuming, {N_BLOCKS} of {N_BLOCKS} blocks already done" in stderr
     assert _snapshot(work / "out" / "own") == setup[2]
-
-
-def _copy_clean(setup, work: Path) -> Path:
-    shutil.copytree(setup[0] / "clean", work / "out")
-    return work / "out" / "own"
 
 
 def _children(pid: int) -> list[int]:
@@ -559,7 +553,8 @@ def _running(pid: int) -> bool:
 def test_loky_workers_end_when_their_run_is_killed(work, hook):
     """kill -9 of a run with --jobs 2: its workers notice and exit, and the pipes they
     inherited (the caller's stderr) close; they used to live on for 13+ minutes."""
-    gate = work / "gate"  # never opened: the run stays paused after its first block
+    gate = work / "gate"  # never made: the run stays paused after its first block
+    # --force: two workers even on a one-core machine
     run = subprocess.Popen(hook(*RUN, "--jobs", "2", "--force"), env=_env(f"pause:{gate}"),
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
     deadline = time.monotonic() + 120
@@ -569,12 +564,15 @@ def test_loky_workers_end_when_their_run_is_killed(work, hook):
     assert len(workers) >= 2, workers
     run.send_signal(signal.SIGKILL)
     try:
-        run.communicate(timeout=60)  # returns once every holder of the pipes is gone
+        run.communicate(timeout=60)  # returns once every holder of the pipes is gone ...
+        deadline = time.monotonic() + 30  # ... and the workers finish exiting
+        while any(_running(pid) for pid in workers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not [pid for pid in workers if _running(pid)]
     finally:
         for pid in workers:
             if _running(pid):
                 os.kill(pid, signal.SIGKILL)
-    assert not [pid for pid in workers if _running(pid)]
 
 
 # --- in-process faults -------------------------------------------------------------------------
