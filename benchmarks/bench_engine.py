@@ -32,9 +32,10 @@ from sklearn.linear_model import LogisticRegression as SkLogistic
 from sklearn.naive_bayes import CategoricalNB
 from threadpoolctl import threadpool_limits
 
-from genvdis.engine import Protocol, plan_tasks, run_block
+from genvdis.engine import Protocol, run_block
 from genvdis.hyperplanes import signed_rows
 from genvdis.models import NaiveBayes
+from genvdis.planning import plan_tasks
 from genvdis.splits import draw_block
 
 from _setup import load

@@ -17,7 +17,8 @@ import pstats
 
 from threadpoolctl import threadpool_limits
 
-from genvdis.engine import plan_tasks, run_block
+from genvdis.engine import run_block
+from genvdis.planning import plan_tasks
 
 from _setup import load
 
@@ -41,7 +42,7 @@ STAGES = {
 def profile(path: str, splits: int) -> None:
     config, _, encoded, models, protocol = load(path)
     tasks = plan_tasks(config.size_grid, splits, None, encoded.width, len(encoded.y))
-    run_block(encoded, models, tasks[0][0], range(1), protocol)  # compile and warm up
+    run_block(encoded, models, config.size_grid[0], range(1), protocol)  # compile and warm up
     profiler = cProfile.Profile()
     with threadpool_limits(1):
         profiler.enable()

@@ -108,6 +108,8 @@ def run(
     scheduler: str | None = None,
     mirror: str | None = None,
     progress: bool = False,
+    force: bool = False,
+    wait: bool = False,
 ) -> Results:
     """Run (or resume, or find finished) one config's experiment, as `genvdis run` does.
 
@@ -127,6 +129,10 @@ def run(
         A base URL or folder replacing the UCI archive (default: ``$GENVDIS_MIRROR``).
     progress : bool
         Show a progress bar.
+    force : bool
+        Run beyond the work, memory and size bounds, and on more workers than cores.
+    wait : bool
+        If another run holds the run folder, wait for it instead of raising `UserError`.
 
     Returns
     -------
@@ -150,7 +156,7 @@ def run(
     config = config.with_overrides(splits=splits, seed=seed)
     run_dir = engine.run_experiment(
         config, Path(out), jobs=jobs, backend=backend, scheduler=scheduler, mirror=mirror,
-        base_dir=config.data_dir, progress=progress,
+        base_dir=config.data_dir, progress=progress, force=force, wait=wait,
     )  # fmt: skip
     return Results(run_dir)
 

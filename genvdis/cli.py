@@ -1,6 +1,7 @@
 """The `genvdis` command line. It only parses options and delegates to the modules.
 
-Exit codes: 0 ok, 2 bad input (config, data, options), 1 internal error (a bug: please report).
+Exit codes: 0 ok, 2 bad input (config, data, options) or a machine problem the user can fix
+(a full disk, a run folder in use), 1 internal error (a bug: please report).
 """
 
 from __future__ import annotations
@@ -35,6 +36,16 @@ Splits = Annotated[int | None, typer.Option(help="Splits per m (default: config)
 Out = Annotated[Path, typer.Option(help="Results folder.")]
 RunConfigs = Annotated[
     list[str], typer.Argument(help="YAML config files, or built-in names (genvdis configs).")
+]
+Wait = Annotated[
+    bool, typer.Option("--wait", help="If another run is using a run folder, wait for it.")
+]
+Force = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="Run beyond the work, memory and size bounds, and on more workers than cores.",
+    ),
 ]
 
 
@@ -160,6 +171,8 @@ def run(
     ] = None,
     mirror: Mirror = None,
     quiet: Quiet = False,
+    wait: Wait = False,
+    force: Force = False,
 ) -> None:
     """Run the protocol: S random splits per m, every model, errors and summary CSVs."""
     from genvdis import api
@@ -171,7 +184,10 @@ def run(
     loaded = [api.load_config(path).with_overrides(splits=splits, seed=seed) for path in configs]
     for path, config in zip(configs, loaded, strict=True):
         try:
-            done = api.run(config, out=out, mirror=mirror, progress=progress, **options)
+            done = api.run(
+                config, out=out, mirror=mirror, progress=progress, force=force, wait=wait,
+                **options,
+            )  # fmt: skip
         except UserError as error:  # say which config, when several run in one go
             if str(error).startswith("--"):
                 raise
@@ -189,6 +205,8 @@ def theory(
     jobs: Jobs = 1,
     out: Out = Path("results"),
     quiet: Quiet = False,
+    wait: Wait = False,
+    force: Force = False,
 ) -> None:
     """Sample complexity on synthetic data: m*(eps) vs n features, NB vs LR, with fits."""
     from genvdis import api, builtin
@@ -198,7 +216,9 @@ def theory(
     api.check_run_options(jobs=jobs, splits=splits)
     _headless()
     for config in [load_theory_config(builtin.resolve(path, "theory")) for path in configs]:
-        root = run_theory(config, out, jobs=jobs, splits=splits, progress=progress)
+        root = run_theory(
+            config, out, jobs=jobs, splits=splits, progress=progress, force=force, wait=wait
+        )
         log.info("%s: wrote %s", config.name, root)
 
 

@@ -13,7 +13,6 @@ import ctypes
 import ctypes.util
 import logging
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,10 +22,11 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import ThreadpoolController
 
-from genvdis import __version__, datasets, results, splits, streams
+from genvdis import __version__, backends, datasets, planning, results, runlock, splits, streams
 from genvdis.config import ExperimentConfig, FileDataset, SyntheticSource
 from genvdis.errors import UserError
 from genvdis.models import BatchFit, LinearModel, build_model
+from genvdis.planning import Plan, plan_tasks
 from genvdis.preprocessing import FeatureLayout, PreparedData, prepare
 
 log = logging.getLogger(__name__)
@@ -398,69 +398,6 @@ def run_block(
     )
 
 
-BLOCK_BYTES = 128 * 2**20  # a block's training tensor stays near this
-MAX_BLOCK = 250
-
-
-def auto_block_size(m: int, width: int, n_rows: int = 0) -> int:
-    """Splits per task: big enough to amortise Python overhead (a block of 250 splits costs
-    about half as much per split as one of 16), small enough that a task's arrays (the
-    training tensor, splits x m x width, a few copies of it, and for fixed-size test sets the
-    test marks, rows x splits) keep a worker under ~600 MB. Scoring works in cache-sized
-    chunks of rows and Newton in cache-sized groups of splits, so neither grows with the
-    block."""
-    per_split = 8 * m * max(width, 1) + n_rows
-    return int(np.clip(BLOCK_BYTES // per_split, 5, MAX_BLOCK))
-
-
-def plan_tasks(
-    sizes: list[int], n_splits: int, block_size: int | None, width: int = 1, n_rows: int = 0
-) -> list[tuple[int, range]]:
-    """(m, block of split indices) for every m. Results do not depend on the blocks: each
-    split has its own random streams, so blocks only set memory use and checkpoint size."""
-    tasks = []
-    for m in sizes:
-        size = block_size or auto_block_size(m, width, n_rows)
-        tasks += [
-            (m, range(start, min(start + size, n_splits))) for start in range(0, n_splits, size)
-        ]
-    return tasks
-
-
-@contextlib.contextmanager
-def _backend(
-    backend: str, jobs: int, scheduler: str | None, scatter: list | None = None
-) -> Iterator[None]:
-    """joblib's backend for the run; with dask, `scatter` (the data) is sent to workers once."""
-    if backend != "dask":
-        with joblib.parallel_config(backend=backend, n_jobs=jobs):
-            yield
-        return
-    try:
-        from dask.distributed import Client, LocalCluster
-    except ImportError:
-        raise UserError("--backend dask needs: pip install 'genvdis[dask]'") from None
-    if scheduler:
-        try:
-            client = Client(scheduler, timeout="10s")
-        except (OSError, ValueError) as error:  # unreachable, or not an address at all
-            raise UserError(f"--scheduler: cannot reach {scheduler}: {error}") from None
-        cluster = None
-    else:
-        cluster = LocalCluster(
-            n_workers=jobs, threads_per_worker=1, processes=True, host="127.0.0.1",
-            dashboard_address=None,
-        )  # fmt: skip
-        client = Client(cluster)
-    try:
-        with joblib.parallel_config(backend="dask", n_jobs=-1, scatter=scatter):
-            yield
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
-
-
 def resolve(config: ExperimentConfig, data: PreparedData) -> dict:
     """The config as run, with what produced it: version, data checksums, sizes."""
     n0, n1 = data.class_counts
@@ -481,6 +418,23 @@ def resolve(config: ExperimentConfig, data: PreparedData) -> dict:
     }
 
 
+@dataclass
+class Run:
+    """Everything a run needs once its config and data are checked: what `run_experiment`
+    hands to the locked part."""
+
+    config: ExperimentConfig
+    run_dir: Path
+    encoded: EncodedData
+    models: list[LinearModel]
+    plan: Plan
+    resolved: dict
+
+    @property
+    def key(self) -> str:
+        return self.resolved["fingerprint"]
+
+
 def run_experiment(
     config: ExperimentConfig,
     out_dir: Path = Path("results"),
@@ -491,49 +445,82 @@ def run_experiment(
     mirror: str | None = None,
     base_dir: Path = Path("."),
     progress: bool = True,
+    force: bool = False,
+    wait: bool = False,
 ) -> Path:
-    """Run (or resume) one config; returns the run folder holding the CSVs."""
+    """Run (or resume) one config; returns the run folder holding the CSVs. The folder is
+    locked for the whole run (another run on it is refused, or with `wait` waited for);
+    `force` runs what the planner (genvdis.planning) would refuse, on as many workers as asked."""
     run_dir = results.prepare_output(out_dir, config.name)
+    if isinstance(config.dataset, SyntheticSource):
+        spec = config.dataset.synthetic
+        planning.check_synthetic(spec.n_rows, spec.n_features, spec.kind, force)
     data = prepare(load_data(config, base_dir, mirror), config)
     for m in config.size_grid:
         splits.check_size(m, data.class_counts, config.test)
+    width = data.layout.n_continuous + sum(data.layout.levels) + 1
+    plan = plan_tasks(config.size_grid, config.splits, config.block_size, width, data.n_rows)
+    workers = jobs if scheduler else backends.worker_count(jobs, plan.count, force)
+    names = [spec.name for spec in config.models]
+    planning.check(planning.Workload(plan, width, data.n_rows, names, workers), force, config.name)
     models = [build_model(spec, data.layout) for spec in config.models]
-    encoded = EncodedData.from_prepared(data)
-    tasks = plan_tasks(
-        config.size_grid, config.splits, config.block_size, encoded.width, len(encoded.y)
-    )
     resolved = resolve(config, data)
-    resolved["splits_per_block"] = {m: len(block) for m, block in tasks if block.start == 0}
-    key = results.fingerprint(resolved)
-    resolved["fingerprint"] = key
-    previous = results.read_resolved(run_dir)
-    if previous and previous.get("fingerprint") == key and (run_dir / "errors.csv").exists():
-        log.info("%s: up to date (%s)", config.name, run_dir)
-        return run_dir
-    store = results.CheckpointStore(run_dir, key)
+    resolved["splits_per_block"] = plan.first_blocks()
+    resolved["fingerprint"] = results.fingerprint(resolved)
+    run = Run(config, run_dir, EncodedData.from_prepared(data), models, plan, resolved)
+    with runlock.hold(run_dir, wait):
+        if not _already_done(run):
+            _compute(run, workers, backend, scheduler, progress)
+    return run_dir
+
+
+def _already_done(run: Run) -> bool:
+    """Whether the folder holds this run, verified by its manifest; rebuilds summary.csv and
+    config.yaml from a verified errors.csv if they are missing or changed."""
+    name, run_dir = run.config.name, run.run_dir
+    verdict = results.verify(run_dir, run.key)
+    if verdict.complete:
+        log.info("%s: up to date (%s)", name, run_dir)
+        results.remove_checkpoints(run_dir)  # left by a kill after the commit
+        return True
+    if verdict.errors_ok:
+        model_names = [m.name for m in run.models]
+        results.write_results(run_dir, results.read_errors(run_dir), run.resolved, model_names)
+        log.info("%s: %s: rebuilt from errors.csv (%s)", name, verdict.problem, run_dir)
+        return True
+    if verdict.problem:
+        log.info("%s: %s holds no finished run (%s): computing it", name, run_dir, verdict.problem)
+    return False
+
+
+def _compute(run: Run, jobs: int, backend: str, scheduler: str | None, progress: bool) -> None:
+    """Every block not checkpointed yet, in parallel, then the results, committed at once."""
+    config, plan, n_models = run.config, run.plan, len(run.models)
+    store = results.CheckpointStore(run.run_dir, run.key, plan.blocks, plan.n_splits, n_models)
     protocol = Protocol.of(config)
     started = time.perf_counter()
-    parallel = _backend(backend, jobs, scheduler, scatter=[encoded])
+    parallel = backends.parallel(backend, jobs, scheduler, scatter=[run.encoded])
     # the limit is process-wide: set it around the whole run too, or thread workers
     # (backend threading, in-process dask) undo each other's limit on exit
     with one_thread(), parallel:
         kept = store.open()  # once the backend is up: a bad --scheduler leaves no run folder
-        todo = [(m, block) for m, block in tasks if not store.done(m, block.start)]
+        todo = ((m, block) for m, block in plan if not store.done(m, block.start))
         if kept:
-            log.info("%s: resuming, %d of %d blocks already done", config.name, kept, len(tasks))
-        with _progress(progress, config.name, len(tasks)) as bar:
-            bar(len(tasks) - len(todo))
+            log.info("%s: resuming, %d of %d blocks already done", config.name, kept, plan.count)
+        with _progress(progress, config.name, plan.count) as bar:
+            bar(kept)
             runner = joblib.Parallel(return_as="generator_unordered")
             outputs = runner(
-                joblib.delayed(_task)(encoded, models, m, block, protocol) for m, block in todo
+                joblib.delayed(_task)(run.encoded, run.models, m, block, protocol)
+                for m, block in todo
             )
             for m, start, frame in outputs:
                 store.save(m, start, frame)
                 bar(1)
-    log.info("%s: %d blocks in %.1f s", config.name, len(todo), time.perf_counter() - started)
-    results.write_results(run_dir, store.load_all(), resolved, [m.name for m in models])
+    elapsed = time.perf_counter() - started
+    log.info("%s: %d blocks in %.1f s", config.name, plan.count - kept, elapsed)
+    results.write_results(run.run_dir, store.load_all(), run.resolved, [m.name for m in run.models])
     store.remove()
-    return run_dir
 
 
 def _task(data, models, m, block, protocol) -> tuple[int, int, pd.DataFrame]:

@@ -1,4 +1,5 @@
-"""The one exception type that means "the user's input is wrong".
+"""The one exception type that means "the user's input is wrong", or the user's machine
+is in a state the user can fix (a full disk, a run folder another run is using).
 
 The CLI turns a `UserError` into a one-line message and exit code 2; anything else is a bug
 (exit code 1). Raising it anywhere below the CLI is how a module says "tell the user, not me".
@@ -8,4 +9,5 @@ from __future__ import annotations
 
 
 class UserError(Exception):
-    """Bad input (config, data, options): shown as one line, exit code 2."""
+    """Bad input (config, data, options), or a fixable state of the machine: shown as one
+    line, exit code 2."""

@@ -1,20 +1,33 @@
-"""What a run leaves on disk: per-split errors, a summary, the resolved config, checkpoints.
+"""What a run leaves on disk: per-split errors, a summary, the resolved config, a manifest,
+and, while it works, checkpoints.
 
-Every file is written to a temporary name and renamed into place, so a killed run never leaves
-a half-written CSV. Checkpoints (one CSV per block of splits at one m) live in
-`<out>/<name>/.checkpoints/` under a fingerprint of everything that determines the numbers; a
-rerun of the same command skips the blocks already there, and a run whose fingerprint differs
-throws the old checkpoints away, saying so.
+Every file is written to a temporary name, flushed to disk (fsync) and renamed into place, so a
+killed run or a crashed machine never leaves a half-written file. A finished run is committed
+as one unit: errors.csv, summary.csv and config.yaml first, then `manifest.json`, which lists
+each one's sha256 and the run's fingerprint (a hash of everything that determines the numbers).
+A folder whose manifest is missing, damaged, of another fingerprint, or contradicted by a
+file's bytes holds no finished run of this config, whatever else it holds.
+
+Checkpoints (one CSV per block of splits at one m) live in `<out>/<name>/.checkpoints/`. Each
+one's name carries its identity (m, first split, split count, fingerprint) and the sha256 of
+that identity and its bytes; a checkpoint that does not verify is discarded, saying so, and
+recomputed. A rerun of the same command skips the blocks already there, and a run whose
+fingerprint differs throws the old checkpoints away, saying so.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
 import logging
 import os
+import re
 import shutil
 import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -30,23 +43,75 @@ ERROR_COLUMNS = ["model", "m", "split", "n_test", "errors", "error", "separable"
 SUMMARY_COLUMNS = ["model", "m", "n_splits", "mean", "std", "sem", "ci_low", "ci_high"]
 SUMMARY_COLUMNS += ["frac_separable"]
 CHECKPOINTS = ".checkpoints"
+MANIFEST = "manifest.json"
+OUTPUTS = ("errors.csv", "summary.csv", "config.yaml")
+
+
+def _current_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+FILE_MODE = 0o666 & ~_current_umask()  # what open() would give: mkstemp's files are 0600
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """Write via a temporary file in the same folder and rename: all or nothing."""
+    """Write via a temporary file in the same folder, fsync'd, then rename: all or nothing,
+    even if the machine goes down (the rename is only reached once the bytes are on disk)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
             stream.write(text)
+            stream.flush()
+            os.fchmod(stream.fileno(), FILE_MODE)
+            os.fsync(stream.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    _fsync_folder(path.parent)
+
+
+def _fsync_folder(folder: Path) -> None:
+    """Make a rename or removal in `folder` durable (a no-op where folders cannot be opened)."""
+    try:
+        handle = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(handle)
+    except OSError:
+        pass
+    finally:
+        os.close(handle)
 
 
 def atomic_write_csv(path: Path, frame: pd.DataFrame) -> None:
-    atomic_write_text(path, frame.to_csv(index=False, lineterminator="\n"))
+    atomic_write_text(path, _csv(frame))
+
+
+def _csv(frame: pd.DataFrame) -> str:
+    return frame.to_csv(index=False, lineterminator="\n")
+
+
+def _sha256(data: str | bytes) -> str:
+    return hashlib.sha256(data.encode() if isinstance(data, str) else data).hexdigest()
+
+
+@contextlib.contextmanager
+def writing(folder: Path, what: str) -> Iterator[None]:
+    """Turn a failed write (disk full, quota, permissions, read-only) into one line naming
+    the folder and the problem. What was written before stays, so a rerun resumes."""
+    try:
+        yield
+    except OSError as error:
+        problem = (error.strerror or str(error)).lower()
+        raise UserError(
+            f"cannot write {what} in {folder}: {problem}; finished blocks are kept: fix "
+            "this, then rerun the same command to resume"
+        ) from None
 
 
 def fingerprint(resolved: dict) -> str:
@@ -65,18 +130,50 @@ def prepare_output(out_dir: Path, name: str) -> Path:
     return run_dir
 
 
-class CheckpointStore:
-    """Blocks of finished splits for one run, valid only under one fingerprint."""
+# --- checkpoints -------------------------------------------------------------------------------
 
-    def __init__(self, run_dir: Path, key: str) -> None:
+CHECKPOINT_NAME = re.compile(r"m(\d+)_s(\d+)_n(\d+)_([0-9a-f]{16})_([0-9a-f]{64})\.csv")
+
+
+class CheckpointStore:
+    """Blocks of finished splits for one run, valid only under one fingerprint.
+
+    `blocks` maps m to that m's block size (the run's plan), `n_models` is the rows a split
+    has, one per model: a checkpoint must be a block of this plan, with the rows it implies.
+    Verified blocks are kept in memory, parsed from the very text written to disk."""
+
+    def __init__(
+        self, run_dir: Path, key: str, blocks: dict[int, int], n_splits: int, n_models: int
+    ) -> None:
         self.dir = run_dir / CHECKPOINTS
         self.key = key
+        self.blocks, self.n_splits, self.n_models = blocks, n_splits, n_models
+        self.frames: dict[tuple[int, int], pd.DataFrame] = {}
 
     def open(self) -> int:
-        """Make the folder ready; drop checkpoints of another config. Returns blocks kept."""
+        """Make the folder ready; drop checkpoints of another config, and damaged ones.
+        Returns the blocks kept."""
+        with writing(self.dir.parent, "checkpoints"):
+            self._clear_other_runs()
+            for stale in [*self.dir.parent.glob(".*.tmp"), *self.dir.glob(".*.tmp")]:
+                stale.unlink(missing_ok=True)  # a write that a killed run left half-done
+            self.dir.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(self.dir / "fingerprint", self.key + "\n")
+            for path in sorted(self.dir.glob("*.csv")):
+                self._keep_if_valid(path)
+        return len(self.frames)
+
+    def _clear_other_runs(self) -> None:
+        if self.dir.is_symlink() or (self.dir.exists() and not self.dir.is_dir()):
+            log.warning("%s is not a folder of checkpoints: removing it", self.dir)
+            self.dir.unlink()
+            return
         stamp = self.dir / "fingerprint"
         if self.dir.exists():
-            old = stamp.read_text().strip() if stamp.exists() else ""
+            try:
+                old = stamp.read_text(encoding="utf-8", errors="replace").strip()
+            except OSError:
+                old = ""
             if old != self.key:
                 n = len(list(self.dir.glob("*.csv")))
                 log.warning(
@@ -85,27 +182,85 @@ class CheckpointStore:
                     self.dir,
                 )
                 shutil.rmtree(self.dir)
-        for stale in [*self.dir.parent.glob(".*.tmp"), *self.dir.glob(".*.tmp")]:
-            stale.unlink(missing_ok=True)  # a write that a killed run left half-done
-        self.dir.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(stamp, self.key + "\n")
-        return len(list(self.dir.glob("*.csv")))
 
-    def path(self, m: int, start: int) -> Path:
-        return self.dir / f"m{m:07d}_s{start:07d}.csv"
+    def _keep_if_valid(self, path: Path) -> None:
+        try:
+            m, start, frame = self._read(path)
+            if (m, start) in self.frames:
+                raise _Damaged("a second checkpoint of the same block")
+        except _Damaged as problem:
+            log.warning("discarding damaged checkpoint %s (%s): it will be recomputed", path,
+                        problem)  # fmt: skip
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+            return
+        self.frames[(m, start)] = frame
+
+    def _read(self, path: Path) -> tuple[int, int, pd.DataFrame]:
+        """(m, start, the block's rows) of a checkpoint that verifies; else `_Damaged`."""
+        name = CHECKPOINT_NAME.fullmatch(path.name)
+        if not name:
+            raise _Damaged("not a checkpoint's name")
+        m, start, count = (int(name[i]) for i in (1, 2, 3))
+        size = self.blocks.get(m)
+        if name[4] != self.key:
+            raise _Damaged("made by another run")
+        if size is None or start % size or start >= self.n_splits:
+            raise _Damaged("not a block of this run")
+        if count != min(size, self.n_splits - start):
+            raise _Damaged(
+                f"{count} splits, where the block has {min(size, self.n_splits - start)}"
+            )
+        try:
+            data = path.read_bytes()
+        except OSError as error:
+            raise _Damaged(f"unreadable: {error.strerror}") from None
+        if _sha256(self._identity(m, start, count).encode() + data) != name[5]:
+            raise _Damaged("checksum mismatch")
+        frame = pd.read_csv(io.StringIO(data.decode()))
+        splits = np.tile(np.arange(start, start + count), self.n_models)
+        if (
+            list(frame.columns) != ERROR_COLUMNS
+            or len(frame) != splits.size
+            or not (frame["m"] == m).all()
+            or not np.array_equal(np.sort(frame["split"].to_numpy()), np.sort(splits))
+        ):
+            raise _Damaged("rows that are not the block's")
+        return m, start, frame
+
+    def _identity(self, m: int, start: int, count: int) -> str:
+        return f"genvdis checkpoint m={m} start={start} splits={count} fingerprint={self.key}\n"
 
     def done(self, m: int, start: int) -> bool:
-        return self.path(m, start).exists()
+        return (m, start) in self.frames
 
     def save(self, m: int, start: int, frame: pd.DataFrame) -> None:
-        atomic_write_csv(self.path(m, start), frame)
+        count = frame["split"].nunique()
+        text = _csv(frame)
+        digest = _sha256(self._identity(m, start, count) + text)
+        name = f"m{m:07d}_s{start:07d}_n{count}_{self.key}_{digest}.csv"
+        with writing(self.dir, "a checkpoint"):
+            atomic_write_text(self.dir / name, text)
+        self.frames[(m, start)] = pd.read_csv(io.StringIO(text))
 
     def load_all(self) -> pd.DataFrame:
-        files = sorted(self.dir.glob("*.csv"))
-        return pd.concat([pd.read_csv(f) for f in files], ignore_index=True)
+        return pd.concat([self.frames[k] for k in sorted(self.frames)], ignore_index=True)
 
     def remove(self) -> None:
-        shutil.rmtree(self.dir, ignore_errors=True)
+        remove_checkpoints(self.dir.parent)
+
+
+def remove_checkpoints(run_dir: Path) -> None:
+    shutil.rmtree(run_dir / CHECKPOINTS, ignore_errors=True)
+
+
+class _Damaged(Exception):
+    """A checkpoint that does not verify; the message says why."""
+
+
+# --- the finished run ------------------------------------------------------------------------
 
 
 def summarize_errors(errors: pd.DataFrame, model_order: list[str]) -> pd.DataFrame:
@@ -139,18 +294,81 @@ def order_errors(errors: pd.DataFrame, model_order: list[str]) -> pd.DataFrame:
 def write_results(
     run_dir: Path, errors: pd.DataFrame, resolved: dict, model_order: list[str]
 ) -> None:
-    """errors.csv, summary.csv and config.yaml, each atomically."""
+    """Commit the run: the old manifest goes first (from then on the folder holds no finished
+    run), then errors.csv, summary.csv and config.yaml, then the new manifest."""
     errors = order_errors(errors, model_order)
-    atomic_write_csv(run_dir / "errors.csv", errors)
-    atomic_write_csv(run_dir / "summary.csv", summarize_errors(errors, model_order))
-    atomic_write_text(run_dir / "config.yaml", yaml.safe_dump(resolved, sort_keys=False))
+    texts = {
+        "errors.csv": _csv(errors),
+        "summary.csv": _csv(summarize_errors(errors, model_order)),
+        "config.yaml": yaml.safe_dump(resolved, sort_keys=False),
+    }
+    manifest = {
+        "fingerprint": resolved["fingerprint"],
+        "files": {name: _sha256(text) for name, text in texts.items()},
+    }
+    with writing(run_dir, "the results"):
+        (run_dir / MANIFEST).unlink(missing_ok=True)
+        _fsync_folder(run_dir)
+        for name, text in texts.items():
+            atomic_write_text(run_dir / name, text)
+        atomic_write_text(run_dir / MANIFEST, json.dumps(manifest, indent=1) + "\n")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a run folder holds for one fingerprint: a finished run (`complete`), or a
+    verified errors.csv the other files can be rebuilt from, and if not, why not."""
+
+    complete: bool
+    errors_ok: bool
+    problem: str | None  # None: a folder with no outputs at all
+
+
+def verify(run_dir: Path, key: str) -> Verdict:
+    """Check the folder's manifest against `key` and every output's bytes."""
+    if not any((run_dir / name).exists() for name in (*OUTPUTS, MANIFEST)):
+        return Verdict(False, False, None)
+    try:
+        manifest = json.loads((run_dir / MANIFEST).read_text(encoding="utf-8"))
+        listed, made_by = dict(manifest["files"]), manifest["fingerprint"]
+    except FileNotFoundError:
+        return Verdict(False, False, f"no {MANIFEST}: the last run did not finish")
+    except (OSError, ValueError, KeyError, TypeError):
+        return Verdict(False, False, f"{MANIFEST} is damaged")
+    if made_by != key:
+        return Verdict(False, False, "made with another config, other data or another version")
+    wrong = [name for name in OUTPUTS if _file_sha256(run_dir / name) != listed.get(name)]
+    if not wrong:
+        return Verdict(True, True, "")
+    problem = ", ".join(wrong) + (" is" if len(wrong) == 1 else " are") + " missing or changed"
+    return Verdict(False, "errors.csv" not in wrong, problem)
+
+
+def _file_sha256(path: Path) -> str | None:
+    try:
+        return _sha256(path.read_bytes()) if path.is_file() else None
+    except OSError:
+        return None
+
+
+def read_errors(run_dir: Path) -> pd.DataFrame:
+    """errors.csv as it was in memory when written: each error is parsed by Python's float,
+    which gives back the very double that was written (pandas' own parser need not)."""
+    errors = pd.read_csv(run_dir / "errors.csv", dtype={"error": str})
+    errors["error"] = errors["error"].map(float).astype(np.float64)
+    return errors
 
 
 def read_resolved(run_dir: Path) -> dict | None:
+    """config.yaml of a run as a mapping; None if missing or not a readable mapping."""
     path = run_dir / "config.yaml"
     if not path.is_file():
         return None
-    return yaml.safe_load(path.read_text())
+    try:
+        resolved = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return None
+    return resolved if isinstance(resolved, dict) else None
 
 
 def find_runs(results_dir: Path) -> list[Path]:

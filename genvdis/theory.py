@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 from pydantic import Field, ValidationInfo, field_validator
 
-from genvdis import results, synthetic
+from genvdis import planning, results, runlock, synthetic
 from genvdis.config import (
     MAX_BOOT,
     MIN_BOOT,
@@ -356,21 +356,33 @@ def run_theory(
     jobs: int = 1,
     splits: int | None = None,
     progress: bool = True,
+    force: bool = False,
+    wait: bool = False,
 ) -> Path:
     """Run every n through the engine, then write sample_complexity.csv, fits.csv,
-    asymptotes.csv and the figure into `<out>/<name>/`; returns that folder."""
-    from genvdis import engine
-
+    asymptotes.csv and the figure into `<out>/<name>/`; returns that folder. The folder is
+    locked while it runs; `force` and `wait` are the engine's."""
     if not isinstance(config, TheoryConfig):
         config = load_theory_config(config)
     if splits is not None and splits < 2:
         raise UserError("--splits must be >= 2 (the bootstrap resamples splits)")
     root = results.prepare_output(out_dir, config.name)
+    planning.check_synthetic(config.n_rows, max(config.n), config.kind, force)
+    with runlock.hold(root, wait):
+        return _run_theory(config, root, jobs, splits, progress, force)
+
+
+def _run_theory(
+    config: TheoryConfig, root: Path, jobs: int, splits: int | None, progress: bool, force: bool
+) -> Path:
+    """`run_theory` once its folder is locked."""
+    from genvdis import engine
+
     started = time.perf_counter()
     tables, asymptotes = [], []
     for n in config.n:
         experiment = experiment_config(config, n, splits)
-        run_dir = engine.run_experiment(experiment, root, jobs=jobs, progress=progress)
+        run_dir = engine.run_experiment(experiment, root, jobs=jobs, progress=progress, force=force)
         row = asymptote_row(config, n)
         asymptotes.append(row)
         errors = pd.read_csv(run_dir / "errors.csv")
@@ -382,9 +394,10 @@ def run_theory(
         log.info("%s: n = %d done (%.0f s so far)", config.name, n, time.perf_counter() - started)
     table = pd.concat(tables, ignore_index=True)
     fits = fit_forms(table)
-    results.atomic_write_csv(root / "sample_complexity.csv", table)
-    results.atomic_write_csv(root / "fits.csv", fits)
-    results.atomic_write_csv(root / "asymptotes.csv", pd.DataFrame(asymptotes))
+    with results.writing(root, "the sample complexity"):
+        results.atomic_write_csv(root / "sample_complexity.csv", table)
+        results.atomic_write_csv(root / "fits.csv", fits)
+        results.atomic_write_csv(root / "asymptotes.csv", pd.DataFrame(asymptotes))
     used = splits or config.splits
     caption = (
         f"{used} random splits per m, test set: the other rows of {config.n_rows}; bars: 95% "

@@ -31,7 +31,10 @@ def read_yaml(path: str | Path) -> Any:
         raise UserError(f"{path}: config file not found")
     size = path.stat().st_size
     if size > MAX_BYTES:
-        raise UserError(f"{path}: {size} bytes is too large for a config (limit {MAX_BYTES})")
+        raise UserError(
+            f"{path}: {size / 2**20:.1f} MB is too large for a config file (limit "
+            f"{MAX_BYTES / 2**20:.1f} MB; a long sizes: list? use sizes: {{start, stop, num}})"
+        )
     try:
         return _load(path.read_text(encoding="utf-8"), path)
     except yaml.YAMLError as error:

@@ -21,7 +21,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from genvdis import results
+from genvdis import results, runlock
 from genvdis.cli import app
 
 # toy.csv, 3 sizes x 20 blocks of 3 splits: a few seconds. At m = 12 every training set is
@@ -29,7 +29,7 @@ from genvdis.cli import app
 GRID = ("sizes: [12, 100, 200]", "splits: 60", "block_size: 3", "seed: 5")
 N_BLOCKS = 3 * 20
 KILL_AFTER = 8  # blocks
-FILES = ("errors.csv", "summary.csv", "config.yaml")
+FILES = ("errors.csv", "summary.csv", "config.yaml", "manifest.json")
 SAVED = "checkpoint saved"
 # `genvdis run ...` that prints SAVED after each checkpoint it saves
 ANNOUNCING = f"""\
@@ -108,9 +108,11 @@ def test_a_killed_run_leaves_only_complete_checkpoints(runs):
     files = [p for p in run_dir.rglob("*") if p.is_file()]
     done = [p for p in files if p.parent.name == results.CHECKPOINTS and p.suffix == ".csv"]
     in_flight = [p for p in files if p.name.startswith(".") and p.suffix == ".tmp"]
-    # nothing but the fingerprint, finished blocks and (at most) one invisible temporary file
+    # nothing but the fingerprint, finished blocks, the lock file the kill left unlocked and
+    # (at most) one invisible temporary file
     assert set(files) - set(done) - set(in_flight) == {
-        run_dir / results.CHECKPOINTS / "fingerprint"
+        run_dir / results.CHECKPOINTS / "fingerprint",
+        run_dir / runlock.LOCK,
     }
     assert len(in_flight) <= 1
     assert KILL_AFTER <= len(done) < N_BLOCKS  # killed half-way, as intended

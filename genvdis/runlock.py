@@ -1,0 +1,132 @@
+"""One run at a time in a folder: an OS lock on `<folder>/.lock`.
+
+Two runs writing one run folder corrupt it (one deletes the checkpoints the other is still
+reading, then overwrites complete CSVs with a fragment). So a run holds `fcntl.flock` on a lock
+file inside its folder for as long as it reads or writes there. The kernel releases the lock
+when the process ends, however it ends (kill -9 included), so a lock is never stale; the file
+only says who holds it (pid, host, since when), for the message a second run prints.
+
+The lock file is removed on release. A run waiting on a removed file would hold a lock on
+nothing, so after locking, a run checks that the path still names the file it locked, and
+starts over if not.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from genvdis.errors import UserError
+
+log = logging.getLogger(__name__)
+
+LOCK = ".lock"
+
+
+@contextlib.contextmanager
+def hold(folder: Path, wait: bool = False) -> Iterator[None]:
+    """Hold `folder` (created if missing) for the block. If another process holds it: wait
+    for it with `wait`, else a UserError naming the holder. Folders this call created are
+    removed on the way out if they are still empty (a run refused early leaves nothing)."""
+    created = _missing_parents(folder)
+    try:
+        fd = _acquire(folder, wait)
+    except OSError as error:  # cannot create the folder or the lock file
+        _remove_empty(created)
+        problem = (error.strerror or str(error)).lower()
+        raise UserError(f"cannot lock {folder}: {problem}") from None
+    except BaseException:
+        _remove_empty(created)
+        raise
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            (folder / LOCK).unlink()
+        os.close(fd)
+        _remove_empty(created)
+
+
+def holder(folder: Path) -> str:
+    """Who holds the folder, as the lock file says: 'pid 123 on host, since ...'."""
+    try:
+        text = (folder / LOCK).read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        text = ""
+    return text or "a process that has not yet said who it is"
+
+
+def _acquire(folder: Path, wait: bool) -> int:
+    """The descriptor of the locked lock file, once the path still names it."""
+    path = folder / LOCK
+    while True:
+        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        except FileNotFoundError:  # the folder was removed in between: start over
+            continue
+        try:
+            _lock(fd, folder, wait)
+            if _still_named(fd, path):
+                _sign(fd)
+                return fd
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)  # locked a file its holder removed on release: lock the new one
+
+
+def _lock(fd: int, folder: Path, wait: bool) -> None:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return
+    except BlockingIOError:
+        pass
+    who = holder(folder)
+    if not wait:
+        raise UserError(
+            f"{folder} is in use by another genvdis run ({who}); wait for it to finish, "
+            "or add --wait to start when it does"
+        )
+    log.info("%s: waiting for another genvdis run to finish (%s)", folder, who)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+
+
+def _still_named(fd: int, path: Path) -> bool:
+    try:
+        named = path.stat()
+    except FileNotFoundError:
+        return False
+    mine = os.fstat(fd)
+    return (named.st_dev, named.st_ino) == (mine.st_dev, mine.st_ino)
+
+
+def _sign(fd: int) -> None:
+    since = time.strftime("%Y-%m-%d %H:%M:%S %z")
+    text = f"pid {os.getpid()} on {socket.gethostname()}, since {since}\n".encode()
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, text, 0)
+
+
+def _missing_parents(folder: Path) -> list[Path]:
+    """`folder` and those of its parents that do not exist yet, deepest first."""
+    missing = []
+    for path in [folder, *folder.parents]:
+        if path.exists():
+            break
+        missing.append(path)
+    return missing
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    for path in folders:
+        try:
+            path.rmdir()
+        except OSError:  # not empty (another run's folder, or results), or gone
+            return
