@@ -303,7 +303,7 @@ def write_results(
         "config.yaml": yaml.safe_dump(resolved, sort_keys=False),
     }
     manifest = {
-        "fingerprint": resolved["fingerprint"],
+        "fingerprint": resolved.get("fingerprint"),  # None: not written by a run (tests)
         "files": {name: _sha256(text) for name, text in texts.items()},
     }
     with writing(run_dir, "the results"):
