@@ -2,7 +2,7 @@
 by batched Newton.
 
 The solver only needs a few products with each problem's design, so it is written against a
-small "design" interface with three implementations:
+small design interface (`Design`, a Protocol) with three implementations:
 
 - `Gathered`: each split's training rows copied out, feature-major (S, d, m); a compiled
   kernel takes each problem's Newton step in one visit to its rows (one pass scales them, one
@@ -18,6 +18,10 @@ small "design" interface with three implementations:
   are 92 columns with 15 nonzeros a row, so a Hessian costs ~40x fewer multiplications.
 
 All give the same fits (up to rounding): the choice is the caller's, by speed.
+
+The solver's iteration is cut into named steps, as scikit-learn's `NewtonSolver` is:
+`_setup`, `_newton_update` (gradient, Hessian and solve), `_line_search`, `_creep`,
+`_take_step`, `_check_convergence`, and `_retire` (margin bounds; finished problems dropped).
 """
 
 from __future__ import annotations
