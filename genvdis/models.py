@@ -20,6 +20,7 @@ against scikit-learn on its own.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 
 import numpy as np
@@ -67,6 +68,25 @@ class LinearModel:
     def __init__(self, layout: FeatureLayout) -> None:
         self.layout = layout
 
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        """The constructor's arguments, which the model keeps under the same names."""
+        signature = inspect.signature(cls.__init__)
+        return [name for name in signature.parameters if name != "self"]
+
+    def get_params(self, deep: bool = True) -> dict[str, object]:
+        """The constructor's arguments, scikit-learn's way: `sklearn.base.clone` rebuilds an
+        unfitted copy from them. (No nested estimators: `deep` changes nothing.)"""
+        return {name: getattr(self, name) for name in self._param_names()}
+
+    def set_params(self, **params: object) -> LinearModel:
+        """Change constructor arguments; checked as the constructor checks them (it reruns)."""
+        unknown = sorted(set(params) - set(self._param_names()))
+        if unknown:
+            raise ValueError(f"{type(self).__name__} has no parameter {', '.join(unknown)}")
+        self.__init__(**{**self.get_params(), **params})
+        return self
+
     def encode(self, X: np.ndarray) -> np.ndarray:
         return self.layout.onehot(X, drop_first=self.reference_coding)
 
@@ -81,15 +101,20 @@ class LinearModel:
         independent, so the grouping changes no result."""
         if keys is None:
             keys = np.zeros(idx.shape[0], dtype=np.uint64)
-        return self._in_groups(Z, y, idx, keys)
+        return self._in_groups(Z, y, idx, keys, size=self._group_size(Z, idx))
 
-    def _in_groups(self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, *per_split) -> BatchFit:
-        """`_fit_group` on groups of splits; per_split arrays (keys, ...) are sliced alike."""
-        size = self._group_size(Z, idx)
+    def _in_groups(
+        self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, *per_split: np.ndarray, size: int,
+        **common: object,
+    ) -> BatchFit:  # fmt: skip
+        """`_fit_group` on groups of `size` splits; per_split arrays (keys, ...) are sliced
+        alike, `common` keyword arguments go to every group as they are."""
         if idx.shape[0] <= size:
-            return self._fit_group(Z, y, idx, *per_split)
+            return self._fit_group(Z, y, idx, *per_split, **common)
         fits = [
-            self._fit_group(Z, y, idx[g : g + size], *(a[g : g + size] for a in per_split))
+            self._fit_group(
+                Z, y, idx[g : g + size], *(a[g : g + size] for a in per_split), **common
+            )
             for g in range(0, idx.shape[0], size)
         ]
         return BatchFit(*(np.concatenate([getattr(f, k) for f in fits]) for k in BatchFit.FIELDS))
@@ -271,6 +296,27 @@ def _gathered(Z: np.ndarray, y: np.ndarray, idx: np.ndarray) -> Gathered:
     return Gathered.feature_major(_rows_feature_major(Z, idx), y[idx].astype(float))
 
 
+@dataclass(frozen=True)
+class _Shared:
+    """What the groups of one `LogisticRegression.fit_batch` call share, built once by it and
+    passed down (never kept on the model): the CSR arrays of [Z 1] where the data are sparse,
+    the masked design (data and pairwise products) where the batch's layout is masked."""
+
+    sparse: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    masked: Masked | None = None
+
+
+def _design(Z: np.ndarray, y: np.ndarray, idx: np.ndarray, shared: _Shared) -> Design:
+    """Newton's design of training rows idx (S, m), in the layout `shared` was built for."""
+    if shared.sparse is not None:  # wide one-hot data
+        return Sparse(shared.sparse, Z.shape[1] + 1, idx, y[idx].astype(float))
+    if shared.masked is not None:
+        mask = np.zeros((idx.shape[0], len(y)))
+        mask[np.arange(idx.shape[0])[:, None], idx] = 1.0
+        return shared.masked.with_mask(mask)
+    return _gathered(Z, y, idx)
+
+
 class LogisticRegression(LinearModel):
     """Logistic regression by maximum conditional likelihood, no penalty.
 
@@ -298,8 +344,6 @@ class LogisticRegression(LinearModel):
         if not C > 0 or max_iter < 1 or not tol > 0 or mcmc_iterations < 1:
             raise ValueError("C and tol must be > 0; max_iter and mcmc_iterations >= 1")
         self.separable, self.C, self.mcmc_iterations = separable, float(C), int(mcmc_iterations)
-        self._masked: Masked | None = None
-        self._sparse: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self.max_iter, self.tol = int(max_iter), float(tol)
 
     def _newton(
@@ -312,7 +356,9 @@ class LogisticRegression(LinearModel):
         max_iter, tol = max_iter or self.max_iter, tol or self.tol
         return newton_logistic(design, penalty, max_iter, tol, stop, start, stop_unseparated_after)
 
-    def _warm_start(self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray) -> np.ndarray | None:
+    def _warm_start(
+        self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, shared: _Shared
+    ) -> np.ndarray | None:
         """For large training sets, a first fit on every k-th training row (~WARM_ROWS of them):
         Newton then needs about half its iterations on the whole set. That fit stops after
         WARM_ITERATIONS iterations unless its iterate separates the subsample: going on to the
@@ -325,15 +371,11 @@ class LogisticRegression(LinearModel):
         into groups. None for masked designs: their iterations are cheap, a warm start costs
         more than it saves."""
         m = idx.shape[1]
-        if m < 2 * WARM_ROWS or self._layout(len(y), m, Z.shape[1] + 1) == "masked":
+        if m < 2 * WARM_ROWS or shared.masked is not None:
             return None
         sub = idx[:, :: m // WARM_ROWS]
-        if self._sparse is not None:
-            design: Design = Sparse(self._sparse, Z.shape[1] + 1, sub, y[sub].astype(float))
-        else:
-            design = _gathered(Z, y, sub)
         fit = self._newton(
-            design,
+            _design(Z, y, sub, shared),
             TINY_RIDGE,
             max_iter=WARM_MAX_ITER,
             tol=1e-3,
@@ -341,83 +383,86 @@ class LogisticRegression(LinearModel):
         )
         return fit.beta
 
-    def _layout(self, n: int, m: int, width: int) -> str:
+    @staticmethod
+    def _layout(n: int, m: int, width: int, sparse: bool = False) -> str:
         """How training sets of m of n rows are laid out for Newton (see `newton`): sparse for
-        wide one-hot data, masked for sets that cover much of wide data, else gathered."""
-        if self._sparse is not None:
+        wide one-hot data (`sparse`: the data are), masked for sets that cover much of wide
+        data, else gathered."""
+        if sparse:
             return "sparse"
         masked_pays = m >= MASKED_FRACTION * n and width >= MASKED_MIN_WIDTH
         if masked_pays and Masked.pairs_bytes(n, width) <= MASKED_BYTES:
             return "masked"
         return "gathered"
 
+    def _shared(self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray) -> _Shared:
+        """The data every group of a batch shares, built once: the sparse CSR of [Z 1] when
+        the data are mostly zeros (as wide one-hot codings are; used for all m), else the
+        masked design's data and pairwise products when the batch's layout is masked."""
+        Z1 = np.column_stack([Z, np.ones(len(y))])
+        if Z1.shape[1] >= SPARSE_MIN_WIDTH and np.count_nonzero(Z1) <= SPARSE_DENSITY * Z1.size:
+            return _Shared(sparse=Sparse.from_dense(Z1))
+        if self._layout(len(y), idx.shape[1], Z1.shape[1]) == "masked":
+            return _Shared(masked=Masked(Z1, y, np.zeros((0, len(y)))))
+        return _Shared()
+
     def _fit_group(
         self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray,
-        start: np.ndarray | None = None,
+        start: np.ndarray | None = None, *, shared: _Shared,
     ) -> BatchFit:  # fmt: skip
-        S, m = idx.shape
-        n, width = len(y), Z.shape[1] + 1
-        layout = self._layout(n, m, width)
-        if layout == "sparse":  # wide one-hot data
-            design: Design = Sparse(self._sparse, width, idx, y[idx].astype(float))
-        elif layout == "masked":
-            mask = np.zeros((S, n))
-            mask[np.arange(S)[:, None], idx] = 1.0
-            if self._masked is None:
-                self._masked = Masked(np.column_stack([Z, np.ones(n)]), y, mask)
-            design = self._masked.with_mask(mask)
-        else:
-            design = _gathered(Z, y, idx)
-        fit = self._newton(design, TINY_RIDGE, stop=True, start=start)
+        """Three steps: Newton (stopping early on separating iterates), the separability
+        decision (`hyperplanes.decide`), the configured policy where separable."""
+        fit = self._newton(_design(Z, y, idx, shared), TINY_RIDGE, stop=True, start=start)
         beta = fit.beta
         separable, start, from_lp = hyperplanes.decide(
             Z, y, idx, beta, fit.separating, fit.margin_bound
         )  # start: where the sampler starts, a separating Newton iterate or the LP's solution
+        self._apply_policy(Z, y, idx, keys, beta, np.flatnonzero(separable), start, from_lp)
+        return BatchFit(beta[:, :-1], beta[:, -1], separable)
+
+    def _apply_policy(
+        self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray,
+        beta: np.ndarray, chosen: np.ndarray, start: np.ndarray, from_lp: np.ndarray,
+    ) -> None:  # fmt: skip
+        """Replace beta[chosen] (the separable splits') by the `separable` policy's hyperplanes:
+        from the sampler's or max-margin starts `start` (from_lp: the LP's maximum-margin
+        solution already), or a ridge fit."""
+        if chosen.size == 0:
+            return
 
         def rows(s: np.ndarray | int) -> np.ndarray:  # constraint rows, only where needed
             return hyperplanes.signed_rows(Z[idx[s]], y[idx[s]])
 
-        chosen = np.flatnonzero(separable)
-        if chosen.size and self.separable == "max_margin":
+        if self.separable == "max_margin":
             for s in chosen[~from_lp[chosen]]:  # the LP already ran for the others
                 _, start[s] = hyperplanes.max_margin(rows(s))
             beta[chosen] = start[chosen]
-        elif chosen.size and self.separable == "sample":
+        elif self.separable == "sample":
             # the sampler holds an m x m Gram matrix per split: bound its memory by chunking
             # (each split's draw is its own, so chunks change nothing but memory)
-            chunk = max(1, SAMPLER_BYTES // (8 * m**2))
+            chunk = max(1, SAMPLER_BYTES // (8 * idx.shape[1] ** 2))
             for part in np.array_split(chosen, -(-chosen.size // chunk)):
                 beta[part] = hyperplanes.sample_version_space(
                     rows(part), start[part], self.mcmc_iterations, keys[part]
                 )
-        elif chosen.size:
+        else:
             strength = 1.0 / self.C
             beta[chosen] = self._newton(_gathered(Z, y, idx[chosen]), strength).beta
-        return BatchFit(beta[:, :-1], beta[:, -1], separable)
-
-    def _group_size(self, Z: np.ndarray, idx: np.ndarray) -> int:
-        if self._sparse is not None:  # no tensor: groups would only add Python overhead
-            return idx.shape[0]
-        return super()._group_size(Z, idx)
 
     def fit_batch(
         self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray | None = None
     ) -> BatchFit:
-        # data shared by the groups, built once: the masked design's, and the sparse one's
-        # (used for all m when the data are mostly zeros, as wide one-hot codings are); and
-        # every split's warm start, in one go
-        self._masked, self._sparse = None, None
-        Z1 = np.column_stack([Z, np.ones(len(y))])
-        if Z1.shape[1] >= SPARSE_MIN_WIDTH and np.count_nonzero(Z1) <= SPARSE_DENSITY * Z1.size:
-            self._sparse = Sparse.from_dense(Z1)
+        """`LinearModel.fit_batch`; the data groups share (`_Shared`) and every split's warm
+        start are built once, passed on as arguments: the model itself holds no state, so
+        threads may share it."""
+        shared = self._shared(Z, y, idx)
         if keys is None:
             keys = np.zeros(idx.shape[0], dtype=np.uint64)
-        try:
-            start = self._warm_start(Z, y, idx)
-            per_split = (keys,) if start is None else (keys, start)
-            return self._in_groups(Z, y, idx, *per_split)
-        finally:
-            self._masked, self._sparse = None, None
+        start = self._warm_start(Z, y, idx, shared)
+        per_split = (keys,) if start is None else (keys, start)
+        # sparse designs hold no tensor: groups would only add Python overhead
+        size = idx.shape[0] if shared.sparse is not None else self._group_size(Z, idx)
+        return self._in_groups(Z, y, idx, *per_split, size=size, shared=shared)
 
 
 MODELS: dict[str, type[LinearModel]] = {

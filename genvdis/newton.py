@@ -2,7 +2,7 @@
 by batched Newton.
 
 The solver only needs a few products with each problem's design, so it is written against a
-small "design" interface with three implementations:
+small design interface (`Design`, a Protocol) with three implementations:
 
 - `Gathered`: each split's training rows copied out, feature-major (S, d, m); a compiled
   kernel takes each problem's Newton step in one visit to its rows (one pass scales them, one
@@ -18,11 +18,16 @@ small "design" interface with three implementations:
   are 92 columns with 15 nonzeros a row, so a Hessian costs ~40x fewer multiplications.
 
 All give the same fits (up to rounding): the choice is the caller's, by speed.
+
+The solver's iteration is cut into named steps, as scikit-learn's `NewtonSolver` is:
+`_setup`, `_newton_update` (gradient, Hessian and solve), `_line_search`, `_creep`,
+`_take_step`, `_check_convergence`, and `_retire` (margin bounds; finished problems dropped).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 import numba
 import numpy as np
@@ -35,14 +40,64 @@ DECREMENT_TOL = 1e-9
 QUADRATIC_TOL = 1e-7
 CREEP_DECREMENT, CREEP_FACTOR = 1e-2, 4.0  # see "creeping" in `_newton_group`
 SETTLED_STEP = 1e-4  # the quadratic stop also needs a step this small (relative to |beta|)
+# The line search: a step may raise the loss by rounding (LOSS_SLACK of it, relative), no more;
+# one still raising it after MAX_HALVINGS halvings (to ~1e-9 of Newton's) is not taken.
+LOSS_SLACK, MAX_HALVINGS = 1e-12, 30
+BOUND_FLOOR = 1e-300  # the margin bound divides by sum |t - p|, floored here (never 0 / 0)
 # Gathered problems per group: larger groups share each iteration's fixed cost (~0.1 ms of
 # Python) over more problems, smaller ones stay in cache; 4 MB of design measured fastest.
 NEWTON_BYTES = 4 * 2**20
 
 
+class Design(Protocol):
+    """S logistic problems' training data, as `newton_logistic` reads it; `Gathered`,
+    `Masked` and `Sparse` lay it out differently. `which` (problem positions, or all where
+    None) selects problems; eta (S, n) are linear predictors X beta, e = exp(-|eta|)."""
+
+    @property
+    def problems(self) -> int:
+        """S, the number of problems."""
+
+    @property
+    def width(self) -> int:
+        """d, the coefficients of a problem (the intercept's included)."""
+
+    def take(self, which: np.ndarray | slice) -> Design:
+        """Problems `which` only, sharing the data (no copy of a design)."""
+
+    def labels(self, which: np.ndarray | None = None) -> np.ndarray:
+        """The labels t in {0, 1}: a row per problem, or one row (1, n) all problems share."""
+
+    def weights_of(self, which: np.ndarray | None = None) -> np.ndarray | None:
+        """Each problem's row weights (S, n), or None where every row counts once."""
+
+    def predictor(self, beta: np.ndarray) -> np.ndarray:
+        """X beta (S, n), for coefficients beta (S, d)."""
+
+    def nll(
+        self, eta: np.ndarray, which: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The negative log-likelihood (S,) at eta, and e."""
+
+    def newton_step(
+        self, eta: np.ndarray, e: np.ndarray, beta: np.ndarray, penalty: np.ndarray
+    ) -> tuple[np.ndarray, ...]:
+        """gradient, Newton step delta, X delta, and at beta + delta: eta, nll and e."""
+
+    def advance(
+        self, eta: np.ndarray, delta: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """X delta, and at eta + X delta: eta, the negative log-likelihood and e."""
+
+    def residual_sums(
+        self, eta: np.ndarray, e: np.ndarray, which: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """X^T r and sum |r| (r = t - p, weighted) for problems which: the margin bound's."""
+
+
 class _Products:
-    """What Newton needs from a design (a Newton step, losses, the margin bound's sums), from
-    its three products `predictor`, `gradient` and `hessian`. `Gathered` has no `gradient`
+    """`Design`'s methods from three products, `predictor`, `gradient` (X^T r) and `hessian`
+    (X^T W X), with `labels` and `weights_of`. `Gathered` has no `gradient`
     or `hessian`: it overrides the two methods that use them with compiled kernels."""
 
     def derivatives(self, eta: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -66,15 +121,16 @@ class _Products:
         return (grad, delta, *self.advance(eta, delta))
 
     def residual_sums(
-        self, eta: np.ndarray, e: np.ndarray, rows: np.ndarray
+        self, eta: np.ndarray, e: np.ndarray, which: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
-        """For problems `rows`: X^T r and sum |r|, r = t - p the (weighted) residual at linear
-        predictors eta with e = exp(-|eta|); what the margin bound is made of."""
-        residual = self.labels(rows) - np.where(eta >= 0, 1.0, e) / (1.0 + e)
-        weights = self.weights_of(rows)
+        """For problems `which` (positions): X^T r and sum |r|, r = t - p the (weighted)
+        residual at linear predictors eta with e = exp(-|eta|); what the margin bound is made
+        of."""
+        residual = self.labels(which) - np.where(eta >= 0, 1.0, e) / (1.0 + e)
+        weights = self.weights_of(which)
         if weights is not None:
             residual *= weights
-        return self.gradient(residual, rows), np.abs(residual).sum(axis=1)
+        return self.gradient(residual, which), np.abs(residual).sum(axis=1)
 
     def advance(
         self, eta: np.ndarray, delta: np.ndarray
@@ -86,12 +142,14 @@ class _Products:
         nll, e = self.nll(new_eta)
         return direction, new_eta, nll, e
 
-    def nll(self, eta: np.ndarray, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """The negative log-likelihood at linear predictors eta (S, rows), and exp(-|eta|), from
+    def nll(
+        self, eta: np.ndarray, which: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The negative log-likelihood at linear predictors eta (S, n), and exp(-|eta|), from
         which the fitted probabilities follow without another exponential.
         log(1 + e^eta) = max(eta, 0) + log(1 + e^-|eta|): numpy's SIMD exp and log are ~20x
         faster than logaddexp, and dropping log1p's last bits for tiny e^-|eta| costs < 1e-16."""
-        t, weights = self.labels(rows), self.weights_of(rows)
+        t, weights = self.labels(which), self.weights_of(which)
         if weights is None:
             return _sum_nll(*_nll_terms(eta, t))
         e = np.exp(-np.abs(eta))
@@ -121,12 +179,13 @@ def _nll_terms(eta, t):
 
 
 @_vector_jit
-def _shifted_terms(eta, direction, rows, factor, t):
-    """For problems rows: eta + factor * direction, and its `_nll_terms`, in one pass."""
-    shifted = np.empty((rows.size, eta.shape[1]))
+def _shifted_terms(eta, direction, which, factor, t):
+    """For problems which (positions): eta + factor * direction, and its `_nll_terms`, in
+    one pass."""
+    shifted = np.empty((which.size, eta.shape[1]))
     minus_abs, linear = np.empty(shifted.shape), np.empty(shifted.shape)
-    for a in range(rows.size):
-        r, f = rows[a], factor[a]
+    for a in range(which.size):
+        r, f = which[a], factor[a]
         for i in range(eta.shape[1]):
             v = eta[r, i] + f * direction[r, i]
             shifted[a, i] = v
@@ -277,13 +336,13 @@ class Gathered(_Products):
         """Training rows per problem."""
         return self.XT.shape[2]
 
-    def take(self, rows: np.ndarray | slice) -> Gathered:
-        return Gathered.feature_major(self.XT, self.t[rows], self.problems_at[rows])
+    def take(self, which: np.ndarray | slice) -> Gathered:
+        return Gathered.feature_major(self.XT, self.t[which], self.problems_at[which])
 
-    def labels(self, rows: np.ndarray | None = None) -> np.ndarray:
-        return self.t if rows is None else self.t[rows]
+    def labels(self, which: np.ndarray | None = None) -> np.ndarray:
+        return self.t if which is None else self.t[which]
 
-    def weights_of(self, rows: np.ndarray | None = None) -> np.ndarray | None:
+    def weights_of(self, which: np.ndarray | None = None) -> np.ndarray | None:
         return None
 
     def predictor(self, beta: np.ndarray) -> np.ndarray:
@@ -306,10 +365,10 @@ class Gathered(_Products):
         return grad, delta, direction, new_eta, nll, new_e
 
     def residual_sums(
-        self, eta: np.ndarray, e: np.ndarray, rows: np.ndarray
+        self, eta: np.ndarray, e: np.ndarray, which: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
-        at = self.problems_at[rows]
-        gradient, residual = _gathered_residuals(self.XT, at, self.t[rows], eta, e)
+        at = self.problems_at[which]
+        gradient, residual = _gathered_residuals(self.XT, at, self.t[which], eta, e)
         return gradient, np.abs(residual).sum(axis=1)
 
 
@@ -331,8 +390,8 @@ class Masked(_Products):
     def width(self) -> int:
         return self.X.shape[1]
 
-    def take(self, rows: np.ndarray | slice) -> Masked:
-        return self.with_mask(self.mask[rows])
+    def take(self, which: np.ndarray | slice) -> Masked:
+        return self.with_mask(self.mask[which])
 
     def with_mask(self, mask: np.ndarray) -> Masked:
         """The same data and pairwise products for other problems (no recomputation)."""
@@ -343,16 +402,16 @@ class Masked(_Products):
         """Memory of the pairwise products of n rows of width d."""
         return 8 * n * d * (d + 1) // 2
 
-    def labels(self, rows: np.ndarray | None = None) -> np.ndarray:
+    def labels(self, which: np.ndarray | None = None) -> np.ndarray:
         return self.y
 
-    def weights_of(self, rows: np.ndarray | None = None) -> np.ndarray:
-        return self.mask if rows is None else self.mask[rows]
+    def weights_of(self, which: np.ndarray | None = None) -> np.ndarray:
+        return self.mask if which is None else self.mask[which]
 
     def predictor(self, beta: np.ndarray) -> np.ndarray:
         return beta @ self.XT
 
-    def gradient(self, residual: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+    def gradient(self, residual: np.ndarray, which: np.ndarray | None = None) -> np.ndarray:
         return residual @ self.X
 
     def hessian(self, w: np.ndarray) -> np.ndarray:
@@ -430,40 +489,37 @@ class Sparse(_Products):
     def width(self) -> int:
         return self.d
 
-    def take(self, rows: np.ndarray | slice) -> Sparse:
-        return Sparse(self.csr, self.d, self.idx[rows], self.t[rows])
+    def take(self, which: np.ndarray | slice) -> Sparse:
+        return Sparse(self.csr, self.d, self.idx[which], self.t[which])
 
-    def labels(self, rows: np.ndarray | None = None) -> np.ndarray:
-        return self.t if rows is None else self.t[rows]
+    def labels(self, which: np.ndarray | None = None) -> np.ndarray:
+        return self.t if which is None else self.t[which]
 
-    def weights_of(self, rows: np.ndarray | None = None) -> np.ndarray | None:
+    def weights_of(self, which: np.ndarray | None = None) -> np.ndarray | None:
         return None
 
     def predictor(self, beta: np.ndarray) -> np.ndarray:
         return _sparse_predictor(*self.csr, self.idx, np.ascontiguousarray(beta))
 
-    def gradient(self, residual: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
-        idx = self.idx if rows is None else self.idx[rows]
+    def gradient(self, residual: np.ndarray, which: np.ndarray | None = None) -> np.ndarray:
+        idx = self.idx if which is None else self.idx[which]
         return _sparse_gradient(*self.csr, idx, np.ascontiguousarray(residual), self.d)
 
     def hessian(self, w: np.ndarray) -> np.ndarray:
         return _sparse_hessian(*self.csr, self.idx, np.ascontiguousarray(w), self.d)
 
 
-Design = Gathered | Masked | Sparse
-
-
 def _along(
-    design: Design, eta: np.ndarray, direction: np.ndarray, rows: np.ndarray, factor: np.ndarray
+    design: Design, eta: np.ndarray, direction: np.ndarray, which: np.ndarray, factor: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For problems rows, predictors eta + factor * direction (a trial step), the negative
-    log-likelihood there and exp(-|eta|)."""
-    t, weights = design.labels(rows), design.weights_of(rows)
+    """For problems which (positions), predictors eta + factor * direction (a trial step),
+    the negative log-likelihood there and exp(-|eta|)."""
+    t, weights = design.labels(which), design.weights_of(which)
     if weights is None:
-        shifted, minus_abs, linear = _shifted_terms(eta, direction, rows, factor, t)
+        shifted, minus_abs, linear = _shifted_terms(eta, direction, which, factor, t)
         return (shifted, *_sum_nll(minus_abs, linear))
-    shifted = eta[rows] + factor[:, None] * direction[rows]
-    return (shifted, *design.nll(shifted, rows))
+    shifted = eta[which] + factor[:, None] * direction[which]
+    return (shifted, *design.nll(shifted, which))
 
 
 def _penalty(beta: np.ndarray, penalty: np.ndarray) -> np.ndarray:
@@ -572,12 +628,12 @@ def newton_logistic(
     size = design.problems
     if isinstance(design, Gathered):
         size = max(1, NEWTON_BYTES // (8 * design.m * design.width))
-    rules = (max_iter, tol, stop_if_separating, stop_unseparated_after)
+    rules = StopRules(max_iter, tol, stop_if_separating, stop_unseparated_after)
     if design.problems <= size:
-        return _newton_group(design, penalty, *rules, start)
+        return _newton_group(design, penalty, rules, start)
     fits = [
         _newton_group(
-            design.take(slice(g, g + size)), penalty, *rules,
+            design.take(slice(g, g + size)), penalty, rules,
             None if start is None else start[g : g + size],
         )
         for g in range(0, design.problems, size)
@@ -589,94 +645,191 @@ def newton_logistic(
     )
 
 
+@dataclass(frozen=True)
+class StopRules:
+    """When a problem stops (see `newton_logistic`): max_iter iterations, a relative move below
+    tol, a separating iterate (stop_if_separating), or a k-th iterate that does not separate
+    (stop_unseparated_after = k)."""
+
+    max_iter: int = 100
+    tol: float = 1e-8
+    stop_if_separating: bool = False
+    stop_unseparated_after: int | None = None
+
+
+@dataclass
+class _Active:
+    """The problems of a group not yet done: their indices in the group (`problems`), their
+    iterates `coef`, linear predictors `eta` and e = exp(-|eta|), penalised losses, design."""
+
+    problems: np.ndarray
+    coef: np.ndarray
+    eta: np.ndarray
+    e: np.ndarray
+    loss: np.ndarray
+    design: Design
+
+    def keep(self, kept: np.ndarray) -> _Active:
+        """The problems at positions `kept` only."""
+        return _Active(
+            self.problems[kept], self.coef[kept], self.eta[kept], self.e[kept],
+            self.loss[kept], self.design.take(kept),
+        )  # fmt: skip
+
+
+@dataclass
+class _Step:
+    """One iteration's step for the active problems: the gradient, the Newton direction delta
+    and its change of the linear predictors X delta, the decrement g . delta, the largest
+    |delta_j|, the length taken (a multiple of delta: 1 for Newton's step, 0 for none) and
+    the linear predictors, exp(-|eta|) and penalised loss where it leads."""
+
+    grad: np.ndarray
+    delta: np.ndarray
+    direction: np.ndarray
+    decrement: np.ndarray
+    longest: np.ndarray
+    length: np.ndarray
+    eta: np.ndarray
+    e: np.ndarray
+    loss: np.ndarray
+
+
+def _setup(design: Design, penalty: np.ndarray, start: np.ndarray) -> _Active:
+    """Every problem of the group active, from iterates `start` (copied)."""
+    coef = start.copy()
+    eta = design.predictor(coef)
+    loss, e = design.nll(eta)
+    loss += _penalty(coef, penalty)
+    return _Active(np.arange(design.problems), coef, eta, e, loss, design)
+
+
+def _newton_update(active: _Active, penalty: np.ndarray) -> _Step:
+    """The gradient, Hessian and Newton step of every active problem (sklearn's
+    `update_gradient_hessian` and `inner_solve` in one: `Gathered` fuses them), full length."""
+    grad, delta, direction, eta, nll, e = active.design.newton_step(
+        active.eta, active.e, active.coef, penalty
+    )
+    loss = nll + _penalty(active.coef + delta, penalty)
+    decrement = np.einsum("sd,sd->s", grad, delta)
+    longest = np.abs(delta).max(axis=1)
+    return _Step(grad, delta, direction, decrement, longest, np.ones(grad.shape[0]), eta, e, loss)
+
+
+def _line_search(active: _Active, step: _Step, penalty: np.ndarray) -> None:
+    """Backtracking: halve each step whose loss exceeds the current one (by more than
+    rounding, LOSS_SLACK relative), at most MAX_HALVINGS times; a step that still does not
+    lower the loss is not taken (length 0: the problem then stops, `_check_convergence`)."""
+    ceiling = active.loss + LOSS_SLACK * np.abs(active.loss)
+    for _ in range(MAX_HALVINGS):
+        worse = np.flatnonzero(step.loss > ceiling)
+        if worse.size == 0:
+            break
+        step.length[worse] /= 2
+        _try_lengths(active, step, worse, step.length[worse], penalty, into=step)
+    stuck = step.loss > ceiling
+    if stuck.any():
+        step.length[stuck] = 0.0
+        step.eta[stuck], step.e[stuck], step.loss[stuck] = (
+            active.eta[stuck], active.e[stuck], active.loss[stuck]
+        )  # fmt: skip
+
+
+def _try_lengths(
+    active: _Active, step: _Step, which: np.ndarray, length: np.ndarray, penalty: np.ndarray,
+    into: _Step | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+    """For active problems `which`, steps of `length` times delta: the linear predictors, the
+    penalised loss and exp(-|eta|) there (written into `into`'s, if given)."""
+    eta, loss, e = _along(active.design, active.eta, step.direction, which, length)
+    loss += _penalty(active.coef[which] + length[:, None] * step.delta[which], penalty)
+    if into is not None:
+        into.eta[which], into.loss[which], into.e[which] = eta, loss, e
+    return eta, loss, e
+
+
+def _creep(active: _Active, step: _Step, penalty: np.ndarray) -> None:
+    """Creeping: a full step taken, a small decrement, yet a large move. That is a direction
+    where the loss decays like e^-|w| (an attribute value seen in one class only) or a far,
+    flat maximum: Newton then gains ~1 in |w| per iteration. Steps CREEP_FACTOR and
+    CREEP_FACTOR^2 times longer are tried while they lower the loss further, which only ever
+    improves the iterate."""
+    relative = step.longest / (1 + np.abs(active.coef + step.delta).max(axis=1))
+    creeping = np.flatnonzero(
+        (step.length == 1.0) & (step.decrement < CREEP_DECREMENT) & (relative > SETTLED_STEP)
+    )
+    for factor in (CREEP_FACTOR, CREEP_FACTOR**2):
+        if creeping.size == 0:
+            break
+        longer = np.full(creeping.size, factor)
+        longer_eta, longer_loss, longer_e = _try_lengths(active, step, creeping, longer, penalty)
+        better = longer_loss < step.loss[creeping]
+        creeping = creeping[better]
+        step.length[creeping] = factor
+        step.eta[creeping], step.e[creeping] = longer_eta[better], longer_e[better]
+        step.loss[creeping] = longer_loss[better]
+
+
+def _take_step(active: _Active, step: _Step) -> None:
+    """Move the active problems by their steps (predictors and losses were computed there)."""
+    active.coef += step.length[:, None] * step.delta
+    active.eta, active.e, active.loss = step.eta, step.e, step.loss
+
+
+def _check_convergence(
+    active: _Active, step: _Step, rules: StopRules, iteration: int, separating: np.ndarray
+) -> np.ndarray:
+    """Which active problems stop after the step just taken (the rules of `newton_logistic`);
+    records in `separating` (by group index) whose iterate now separates, if asked."""
+    weights, t = active.design.weights_of(), active.design.labels()
+    change = step.length * step.longest / (1 + np.abs(active.coef).max(axis=1))  # relative
+    small, settled = change <= rules.tol, change <= SETTLED_STEP
+    # A quasi-separated direction (an attribute value seen in one class only) lets the
+    # weights grow forever while the loss creeps down by e^-|w|: the decrement stops it.
+    done = small | (step.decrement < DECREMENT_TOL) | ~np.isfinite(active.loss)
+    done |= (step.decrement < QUADRATIC_TOL) & (step.length == 1.0) & settled
+    if rules.stop_if_separating:
+        split = _separates(active.eta, t, weights)
+        separating[active.problems] = split
+        done |= split
+    if iteration == rules.stop_unseparated_after:
+        done |= ~_separates(active.eta, t, weights)
+    return done
+
+
+def _retire(active: _Active, done: np.ndarray, bound: np.ndarray) -> _Active | None:
+    """Record the margin bounds (by group index) of the problems `done`, and drop them; None
+    when none is left. The bound comes free with the last gradient: with lambda_i =
+    |t_i - p_i|, A^T lambda is the likelihood's gradient X^T (t - p), ~0 at a maximum."""
+    finished = np.flatnonzero(done)
+    gradient, total = active.design.residual_sums(
+        active.eta[finished], active.e[finished], finished
+    )
+    bound[active.problems[finished]] = np.abs(gradient).sum(axis=1) / np.maximum(total, BOUND_FLOOR)
+    kept = np.flatnonzero(~done)
+    return active.keep(kept) if kept.size else None
+
+
 def _newton_group(
-    design: Design,
-    penalty: np.ndarray,
-    max_iter: int,
-    tol: float,
-    stop_if_separating: bool,
-    stop_unseparated_after: int | None,
-    start: np.ndarray | None,
+    design: Design, penalty: np.ndarray, rules: StopRules, start: np.ndarray | None
 ) -> NewtonFit:
     """`newton_logistic` on one group. Each iteration costs two products with the design, one
     X^T W X, one batched d x d solve, and one exponential and logarithm per row: the linear
-    predictor of the accepted step is carried to the next iteration. The margin bound comes
-    free with the last gradient: with lambda_i = |t_i - p_i|, A^T lambda is the likelihood's
-    gradient X^T (t - p), ~0 at a maximum."""
+    predictor of the accepted step is carried to the next iteration."""
     S, d = design.problems, design.width
     beta = np.zeros((S, d)) if start is None else np.array(start, dtype=float)
     separating = np.zeros(S, dtype=bool)
     bound = np.full(S, np.inf)
-    rows, bw = np.arange(S), beta.copy()  # the problems not yet done, and their iterates
-    eta = design.predictor(bw)
-    loss, e = design.nll(eta)
-    loss += _penalty(bw, penalty)
-    for iteration in range(1, max_iter + 1):
-        weights, t = design.weights_of(), design.labels()
-        grad, delta, direction, new_eta, new_nll, new_e = design.newton_step(eta, e, bw, penalty)
-        full_step = bw + delta
-        new_loss = new_nll + _penalty(full_step, penalty)
-        ceiling = loss + 1e-12 * np.abs(loss)  # what a step must not exceed
-        step = np.ones(rows.size)
-        for _ in range(30):
-            worse = np.flatnonzero(new_loss > ceiling)
-            if worse.size == 0:
+    active: _Active | None = _setup(design, penalty, beta)
+    for iteration in range(1, rules.max_iter + 1):
+        step = _newton_update(active, penalty)
+        _line_search(active, step, penalty)
+        _creep(active, step, penalty)
+        _take_step(active, step)
+        done = _check_convergence(active, step, rules, iteration, separating)
+        beta[active.problems] = active.coef
+        if done.any():
+            active = _retire(active, done, bound)
+            if active is None:
                 break
-            step[worse] /= 2
-            new_eta[worse], new_loss[worse], new_e[worse] = _along(
-                design, eta, direction, worse, step[worse]
-            )
-            new_loss[worse] += _penalty(bw[worse] + step[worse, None] * delta[worse], penalty)
-        # a step that lowers the loss by nothing after 30 halvings: stay (and stop, below)
-        stuck = new_loss > ceiling
-        if stuck.any():
-            step[stuck] = 0.0
-            new_eta[stuck], new_e[stuck], new_loss[stuck] = eta[stuck], e[stuck], loss[stuck]
-        # Creeping: a full step taken, a small decrement, yet a large move. That is a direction
-        # where the loss decays like e^-|w| (an attribute value seen in one class only) or a
-        # far, flat maximum: Newton then gains ~1 in |w| per iteration. Longer steps are tried
-        # while they lower the loss further, which only ever improves the iterate.
-        decrement = np.einsum("sd,sd->s", grad, delta)
-        longest = np.abs(delta).max(axis=1)
-        relative = longest / (1 + np.abs(full_step).max(axis=1))
-        creeping = np.flatnonzero(
-            (step == 1.0) & (decrement < CREEP_DECREMENT) & (relative > SETTLED_STEP)
-        )
-        for factor in (CREEP_FACTOR, CREEP_FACTOR**2):
-            if creeping.size == 0:
-                break
-            longer_eta, longer_loss, longer_e = _along(
-                design, eta, direction, creeping, np.full(creeping.size, factor)
-            )
-            longer_loss += _penalty(bw[creeping] + factor * delta[creeping], penalty)
-            better = longer_loss < new_loss[creeping]
-            creeping = creeping[better]
-            step[creeping] = factor
-            new_eta[creeping], new_e[creeping] = longer_eta[better], longer_e[better]
-            new_loss[creeping] = longer_loss[better]
-        bw += step[:, None] * delta
-        eta, e, loss = new_eta, new_e, new_loss
-        change = step * longest / (1 + np.abs(bw).max(axis=1))  # the move, relative
-        small, settled = change <= tol, change <= SETTLED_STEP
-        # A quasi-separated direction (an attribute value seen in one class only) lets the
-        # weights grow forever while the loss creeps down by e^-|w|: the decrement stops it.
-        done = small | (decrement < DECREMENT_TOL) | ~np.isfinite(loss)
-        done |= (decrement < QUADRATIC_TOL) & (step == 1.0) & settled
-        if stop_if_separating:
-            split = _separates(eta, t, weights)
-            separating[rows] = split
-            done |= split
-        if iteration == stop_unseparated_after:
-            done |= ~_separates(eta, t, weights)
-        beta[rows] = bw
-        if not done.any():
-            continue
-        finished = np.flatnonzero(done)
-        gradient, total = design.residual_sums(eta[finished], e[finished], finished)
-        bound[rows[finished]] = np.abs(gradient).sum(axis=1) / np.maximum(total, 1e-300)
-        keep = np.flatnonzero(~done)
-        if keep.size == 0:
-            break
-        rows, design = rows[keep], design.take(keep)
-        bw, eta, e, loss = bw[keep], eta[keep], e[keep], loss[keep]
     return NewtonFit(beta, separating, bound)

@@ -7,17 +7,19 @@ Data are small and synthetic; X = [continuous columns | integer codes of discret
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pytest
 from scipy.optimize import linprog
+from sklearn.base import clone
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis as SkLDA
 from sklearn.linear_model import LogisticRegression as SkLR
 from sklearn.naive_bayes import CategoricalNB
 
 from genvdis import hyperplanes
 from genvdis.config import parse_config
-from genvdis.models import LDA, LogisticRegression, NaiveBayes, build_model
-from genvdis.newton import Gathered, Masked, Sparse, newton_logistic
+from genvdis.models import LDA, BatchFit, LogisticRegression, NaiveBayes, build_model
 from genvdis.preprocessing import FeatureLayout
 from genvdis.streams import stream_keys
 
@@ -319,6 +321,67 @@ def test_build_model_passes_the_config_parameters():
     assert isinstance(lda, LDA) and lda.epsilon == 0.01
 
 
+# --- scikit-learn's estimator protocol; models shared by threads -------------------------------
+
+
+@pytest.mark.parametrize(("label", "make"), MODEL_CASES, ids=[c[0] for c in MODEL_CASES])
+def test_clone_rebuilds_an_unfitted_model_that_fits_the_same(label, make):
+    """`sklearn.base.clone` works on every model: the same parameters in a new, unfitted
+    object, whose fit gives the original's coefficients bit for bit."""
+    X, y, layout, idx = _batch_problem()
+    model = make(layout).fit(X[idx[0]], y[idx[0]])
+    copy = clone(model)
+    assert copy is not model and copy.get_params() == model.get_params()
+    assert not hasattr(copy, "coef_")
+    copy.fit(X[idx[0]], y[idx[0]])
+    np.testing.assert_array_equal(copy.coef_, model.coef_)
+    assert copy.intercept_ == model.intercept_
+
+
+def test_set_params_checks_values_as_the_constructor_does():
+    model = LogisticRegression(FeatureLayout(2))
+    assert model.set_params(C=0.5, separable="ridge") is model
+    assert (model.C, model.separable) == (0.5, "ridge")
+    with pytest.raises(ValueError, match="C and tol must be > 0"):
+        model.set_params(C=-1.0)
+    with pytest.raises(ValueError, match="no parameter penalty"):
+        model.set_params(penalty="l1")
+
+
+def _layout_cases(model: LogisticRegression) -> list[tuple[np.ndarray, ...]]:
+    """fit_batch arguments (Z, y, idx, keys) for the sparse layout (wide one-hot data) and for
+    the masked one (training sets covering most of 20 continuous columns)."""
+    rng = np.random.default_rng(20)
+    n, levels = 100, (5,) * 5
+    codes = _discrete(rng, n, levels)
+    sparse_Z = FeatureLayout(0, levels).onehot(codes, drop_first=True)
+    masked_Z = rng.uniform(size=(n, 20))
+    cases = []
+    for Z, m in ((sparse_Z, 50), (masked_Z, 70)):
+        y = _noisy_labels(rng, 3 * (Z[:, 0] - Z[:, 1]))
+        idx = np.stack([np.sort(rng.choice(n, m, replace=False)) for _ in range(6)])
+        cases.append((Z, y, idx, stream_keys(2, n, range(6), stream=1)))
+    assert model._shared(*cases[0][:3]).sparse is not None
+    assert model._shared(*cases[1][:3]).masked is not None
+    return cases
+
+
+def test_threads_sharing_one_model_fit_as_it_does_alone():
+    """The threading backend shares model objects between threads: one LogisticRegression
+    fitting sparse-layout and masked-layout batches in several threads at once gives each
+    batch the fit it gives alone, and keeps no state from the calls."""
+    model = LogisticRegression(FeatureLayout(0))  # fit_batch takes encoded data
+    cases = _layout_cases(model)
+    alone = [model.fit_batch(*case) for case in cases]
+    state = dict(vars(model))
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(lambda i: model.fit_batch(*cases[i % 2]), range(12)))
+    for i, fit in enumerate(together):
+        for field in BatchFit.FIELDS:
+            np.testing.assert_array_equal(getattr(fit, field), getattr(alone[i % 2], field))
+    assert vars(model) == state
+
+
 # --- the version-space sampler ------------------------------------------------------------------
 
 
@@ -461,51 +524,7 @@ def test_sampler_with_a_short_warm_up_still_targets_the_uniform_law():
     _compare(sampled, reference)
 
 
-# --- the Newton solver --------------------------------------------------------------------------
-
-
-def test_masked_sparse_and_gathered_designs_give_the_same_fits():
-    """The three ways of laying out S training sets (rows copied out, all rows weighted 0/1,
-    row indices into sparse data) are one solver: same coefficients, same separability."""
-    rng = np.random.default_rng(11)
-    n = 90
-    X = np.column_stack([rng.uniform(size=(n, 3)), np.ones(n)])
-    y = _noisy_labels(rng, X[:, :3] @ [3.0, -2.0, 1.0] - 0.5)
-    idx = np.stack([np.sort(rng.choice(n, 40, replace=False)) for _ in range(7)])
-    mask = np.zeros((len(idx), n))
-    mask[np.arange(len(idx))[:, None], idx] = 1.0
-    penalty = np.zeros(4)
-    gathered = newton_logistic(
-        Gathered(X[idx], y[idx].astype(float)), penalty, stop_if_separating=True
-    )
-    masked = newton_logistic(Masked(X, y, mask), penalty, stop_if_separating=True)
-    X[rng.uniform(size=X.shape) < 0.3] = 0.0  # some zeros, for the sparse layout to skip
-    gathered_zeros = newton_logistic(Gathered(X[idx], y[idx].astype(float)), penalty)
-    sparse = newton_logistic(
-        Sparse(Sparse.from_dense(X), X.shape[1], idx, y[idx].astype(float)), penalty
-    )
-    np.testing.assert_allclose(masked.beta, gathered.beta, rtol=1e-7, atol=1e-9)
-    np.testing.assert_array_equal(masked.separating, gathered.separating)
-    np.testing.assert_allclose(sparse.beta, gathered_zeros.beta, rtol=1e-7, atol=1e-9)
-
-
-def test_singular_hessians_take_the_pseudo_inverse_step_in_every_layout():
-    """A feature that is 0 in every row, unpenalised, makes every Hessian exactly singular: the
-    compiled gathered step hands those problems to the pseudo-inverse, as the generic (masked)
-    path does, and the two agree, with weight 0 on that feature."""
-    rng = np.random.default_rng(12)
-    n = 60
-    X = np.column_stack([rng.uniform(size=(n, 2)), np.zeros(n), np.ones(n)])
-    y = _noisy_labels(rng, X[:, :2] @ [3.0, -2.0] + 0.2)
-    idx = np.stack([np.sort(rng.choice(n, 30, replace=False)) for _ in range(4)])
-    mask = np.zeros((len(idx), n))
-    mask[np.arange(len(idx))[:, None], idx] = 1.0
-    penalty = np.zeros(4)
-    gathered = newton_logistic(Gathered(X[idx], y[idx].astype(float)), penalty)
-    masked = newton_logistic(Masked(X, y, mask), penalty)
-    np.testing.assert_allclose(gathered.beta, masked.beta, rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(gathered.margin_bound, masked.margin_bound, rtol=1e-6, atol=1e-12)
-    assert np.all(gathered.beta[:, 2] == 0.0)
+# --- logistic regression on nearly separated data ----------------------------------------------
 
 
 def test_a_far_maximum_is_the_vanishing_ridge_fit():
