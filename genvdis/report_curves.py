@@ -21,8 +21,8 @@ LIVER_NOTE = (
     'bupa.names describes it as a "field used to split data into two sets" and says that '
     '"drinks>5 is some sort of a selector on this database"; it is not a diagnosis. '
     'McDermott & Forsyth (2016, "Diagnosing a disorder in a classification benchmark", '
-    "Pattern Recognition Letters 73) trace how the literature came to treat it as a liver-"
-    "disorder label, and recommend the dichotomised 6th field, drinks, instead (Turney 1995 "
+    "Pattern Recognition Letters 73) show that it is a train/test selector, not a diagnosis, "
+    "and recommend the dichotomised 6th field, drinks, as the class instead (Turney 1995 "
     "used drinks < 3 vs ≥ 3). Because the paper's panel used `selector`, so does this one, "
     "but its curves say nothing about liver disease, and a label that is a data-split marker "
     "need not follow the generative model naive Bayes assumes. The majority class alone has "
