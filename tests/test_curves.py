@@ -205,3 +205,23 @@ def test_report_without_dataset_note_or_shape_findings(tmp_path):
     text = write_report(tmp_path, n_boot=20)[0].read_text()
     assert "No curve rises or bends, even nominally." in text
     assert "McDermott" not in text
+
+
+def test_short_grid_reports_no_fit_and_skips_held_out_selection(tmp_path):
+    errors = per_split({an.NB: smooth, an.LR: smooth}, grid=np.array([10.0, 20, 40]), n_splits=50)
+    _panel(tmp_path, "short", "short", errors)
+    t = an.analyse_results(tmp_path, n_boot=10).iloc[0]
+    assert t[f"{an.NB}_asymptote_reason"] == "no fit: fewer than 4 points"
+    assert t[f"{an.NB}_best_family"] == ""  # 3 points leave too few to hold 2 out
+    text = write_report(tmp_path, n_boot=10)[0].read_text()
+    assert "no fit: fewer than 4 points" in text
+
+
+def test_fit_that_never_converges_says_so(monkeypatch):
+    def fail(*args, **kwargs):
+        raise RuntimeError("no convergence")
+
+    monkeypatch.setattr(fits.optimize, "curve_fit", fail)
+    f = fits.fit_family(fits.POW3, GRID, smooth(GRID), M_SEM)
+    assert not f["ok"] and f["reason"] == "curve_fit failed from every start"
+    assert fits.select_family(GRID, smooth(GRID), M_SEM)[0] == ""
