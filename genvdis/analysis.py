@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import logging
 import math
-import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import optimize, stats
+from scipy import stats
 
+from genvdis import fits, shape
 from genvdis.errors import UserError
 from genvdis.runfiles import read_errors, read_run_config
 
@@ -36,6 +36,17 @@ NO_PAIR = "n/a"
 
 DIFF_COLUMNS = ["m", "mean_diff", "sem", "ci_low", "ci_high", "n_splits"]
 _ERROR_COLUMNS = {"model", "m", "split", "error"}
+MODEL_SUFFIXES = (
+    "_err_m_min",
+    "_err_m_max",
+    "_asymptote",
+    "_asymptote_se",
+    "_fit_ok",
+    "_asymptote_reason",
+    "_best_family",
+    "_rises",
+    "_nonconvex",
+)
 
 
 # --------------------------------------------------------------------------- paired differences
@@ -181,120 +192,13 @@ def _bootstrap_crossover(
 # --------------------------------------------------------------------------- power-law fit
 
 
-def _power_law(m: np.ndarray, a: float, b: float, c: float) -> np.ndarray:
-    return a + b * np.power(m, -c)
-
-
-def _nan_fit(n: int, reason: str) -> dict[str, Any]:
-    return dict(
-        ok=False,
-        a=math.nan,
-        a_se=math.nan,
-        b=math.nan,
-        c=math.nan,
-        rmse=math.nan,
-        r2=math.nan,
-        n_points=n,
-        reason=reason,
-    )
-
-
-def _clean_sigma(sem: np.ndarray | None, n: int) -> np.ndarray | None:
-    """Usable weights: zero/NaN sems (e.g. error exactly 0 on every split) get the smallest
-    positive sem, so one point cannot get infinite weight; None when nothing is usable."""
-    if sem is None:
-        return None
-    s = np.asarray(sem, dtype=float)
-    good = np.isfinite(s) & (s > 0)
-    if s.shape != (n,) or not good.any():
-        return None
-    return np.where(good, s, s[good].min())
-
-
-def _start_values(m: np.ndarray, err: np.ndarray) -> list[tuple[float, float, float]]:
-    """A few starts spanning plausible asymptotes and exponents; the best fit wins."""
-    lo = float(np.clip(err.min(), 0.0, 1.0))
-    first = float(err[np.argmin(m)])
-    starts = []
-    for a0 in (lo, 0.9 * lo, max(lo - 0.5 * (first - lo), 0.0)):
-        for c0 in (0.5, 1.0, 0.25):
-            b0 = max(first - a0, 1e-3) * float(m.min()) ** c0
-            starts.append((a0, b0, c0))
-    return starts
-
-
 def fit_learning_curve(m: np.ndarray, err: np.ndarray, sem: np.ndarray | None = None) -> dict:
     """Fit err(m) = a + b m^-c (the LCDB power law); `a` estimates the asymptotic error.
 
-    Never raises: with < 4 usable points or a failed fit it returns ok=False and NaNs.
-    `a_se` uses the sems as absolute errors but is inflated by the reduced chi-square when
-    the curve fits worse than the sems allow (a conservative choice, see docs).
+    Never raises: with < 4 usable points or a failed fit it returns ok=False and NaNs;
+    `identifiable`/`why` say whether `a` means anything (genvdis/fits.py).
     """
-    try:
-        return _fit(np.asarray(m, dtype=float), np.asarray(err, dtype=float), sem)
-    except Exception as exc:  # a fit must never break an analysis run
-        return _nan_fit(int(np.size(m)), f"error: {exc}")
-
-
-def _fit(m: np.ndarray, err: np.ndarray, sem: np.ndarray | None) -> dict[str, Any]:
-    sigma = _clean_sigma(sem, len(m))
-    keep = np.isfinite(m) & np.isfinite(err) & (m > 0)
-    m, err = m[keep], err[keep]
-    sigma = sigma[keep] if sigma is not None else None
-    if len(m) < 4:
-        return _nan_fit(len(m), "fewer than 4 points")
-    best = None
-    for p0 in _start_values(m, err):
-        res = _try_curve_fit(m, err, sigma, p0)
-        if res is not None and (best is None or res[2] < best[2]):
-            best = res
-    if best is None:
-        return _nan_fit(len(m), "curve_fit failed from every start")
-    return _fit_result(m, err, sigma, *best)
-
-
-def _try_curve_fit(m, err, sigma, p0):
-    bounds = ([0.0, 0.0, 1e-3], [1.0, np.inf, 3.0])
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            popt, pcov = optimize.curve_fit(
-                _power_law,
-                m,
-                err,
-                p0=p0,
-                sigma=sigma,
-                absolute_sigma=sigma is not None,
-                bounds=bounds,
-                maxfev=20000,
-            )
-    except (RuntimeError, ValueError, optimize.OptimizeWarning):
-        return None
-    if not np.all(np.isfinite(popt)):
-        return None
-    w = 1.0 if sigma is None else 1.0 / sigma
-    chi2 = float(np.sum(((err - _power_law(m, *popt)) * w) ** 2))
-    return popt, pcov, chi2
-
-
-def _fit_result(m, err, sigma, popt, pcov, chi2) -> dict[str, Any]:
-    resid = err - _power_law(m, *popt)
-    dof = max(len(m) - 3, 1)
-    var_a = float(pcov[0, 0]) if np.isfinite(pcov[0, 0]) else math.nan
-    if sigma is not None:  # absolute sems, inflated when the model misfits them
-        var_a *= max(1.0, chi2 / dof)
-    ss_tot = float(np.sum((err - err.mean()) ** 2))
-    return dict(
-        ok=True,
-        a=float(popt[0]),
-        a_se=math.sqrt(var_a) if var_a >= 0 else math.nan,
-        b=float(popt[1]),
-        c=float(popt[2]),
-        rmse=float(np.sqrt(np.mean(resid**2))),
-        r2=1 - float(np.sum(resid**2)) / ss_tot if ss_tot > 0 else math.nan,
-        n_points=len(m),
-        reason="",
-    )
+    return fits.fit_family(fits.POW3, m, err, sem)
 
 
 # --------------------------------------------------------------------------- verdict
@@ -347,6 +251,7 @@ def read_config(panel_dir: Path) -> dict[str, Any]:
         panel=panel if isinstance(panel, int) else None,
         n_rows=n_rows if isinstance(n_rows, int) else None,
         models=names,
+        dataset=str(cfg.get("dataset") or ""),
     )
 
 
@@ -358,17 +263,53 @@ def model_curves(errors: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _model_numbers(curves: pd.DataFrame, model: str, m_min: int, m_max: int) -> dict[str, Any]:
-    c = curves[curves["model"] == model].sort_values("m")
+def _model_numbers(
+    curves: pd.DataFrame, shapes: pd.DataFrame, fitted: pd.DataFrame, model: str, m_min: int,
+    m_max: int,
+) -> dict[str, Any]:  # fmt: skip
+    c = curves[curves["model"] == model]
     at = dict(zip(c["m"], c["mean"], strict=True))
-    fit = fit_learning_curve(c["m"].to_numpy(), c["mean"].to_numpy(), c["sem"].to_numpy())
+    f = fitted[fitted["model"] == model].set_index("family")
+    pow3 = f.loc[fits.POW3]
+    best = f.index[f["best"]]
     return {
         f"{model}_err_m_min": at.get(m_min, math.nan),
         f"{model}_err_m_max": at.get(m_max, math.nan),
-        f"{model}_asymptote": fit["a"],
-        f"{model}_asymptote_se": fit["a_se"],
-        f"{model}_fit_ok": fit["ok"],
+        f"{model}_asymptote": pow3["asymptote"],
+        f"{model}_asymptote_se": pow3["asymptote_se"],
+        f"{model}_fit_ok": bool(pow3["ok"]),
+        f"{model}_asymptote_reason": _not_identifiable(pow3),
+        f"{model}_best_family": best[0] if len(best) else "",
+        f"{model}_rises": shape.flags(shapes, model, shape.RISE),
+        f"{model}_nonconvex": shape.flags(shapes, model, shape.BEND),
     }
+
+
+def _not_identifiable(fit: pd.Series) -> str:
+    """ "" when the power-law asymptote is a usable number, else why it is not."""
+    if not fit["ok"]:
+        return f"no fit: {fit['reason']}"
+    return "" if fit["identifiable"] else f"not identifiable: {fit['reason']}"
+
+
+def fits_table(curves: pd.DataFrame) -> pd.DataFrame:
+    """Every family fitted to every model's curve: parameters, identifiability, held-out RMSE
+    and which family wins (written as <panel>/fits.csv)."""
+    rows = []
+    for model, c in curves.groupby("model", sort=True):
+        c = c.sort_values("m")
+        m, y, se = (c[k].to_numpy(dtype=float) for k in ("m", "mean", "sem"))
+        best, scores = fits.select_family(m, y, se)
+        for name in fits.FAMILIES:
+            f = fits.fit_family(name, m, y, se)
+            rows.append(
+                dict(model=model, family=name, ok=f["ok"], asymptote=f["a"],
+                     asymptote_se=f["a_se"], params=" ".join(f"{p:.6g}" for p in f["params"]),
+                     rmse=f["rmse"], identifiable=f["identifiable"],
+                     reason=f["why"] or f["reason"], holdout_rmse=scores[name],
+                     best=name == best)
+            )  # fmt: skip
+    return pd.DataFrame(rows)
 
 
 def _diff_at(diffs: pd.DataFrame, which: str) -> dict[str, Any]:
@@ -414,6 +355,7 @@ def analyse_panel(panel_dir: Path, n_boot: int = 1000, seed: int = 0) -> dict[st
         title=cfg["title"],
         panel=cfg["panel"],
         n_rows=cfg["n_rows"],
+        dataset=cfg["dataset"],
         models=";".join(present),
         m_min=m_min,
         m_max=m_max,
@@ -421,8 +363,12 @@ def analyse_panel(panel_dir: Path, n_boot: int = 1000, seed: int = 0) -> dict[st
     pair = choose_pair(present)
     row.update(_pair_numbers(errors, panel_dir, pair, n_boot, seed))
     curves = model_curves(errors)
+    shapes = shape.shape_tests(curves[curves["model"].isin(present)])
+    shapes.to_csv(panel_dir / "shape.csv", index=False)
+    fitted = fits_table(curves[curves["model"].isin(present)])
+    fitted.to_csv(panel_dir / "fits.csv", index=False)
     for model in present:
-        row.update(_model_numbers(curves, model, m_min, m_max))
+        row.update(_model_numbers(curves, shapes, fitted, model, m_min, m_max))
     return row
 
 
@@ -501,7 +447,4 @@ def _order(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def _is_model_col(col: str) -> bool:
-    return any(
-        col.endswith(s)
-        for s in ("_err_m_min", "_err_m_max", "_asymptote", "_asymptote_se", "_fit_ok")
-    )
+    return any(col.endswith(s) for s in MODEL_SUFFIXES)

@@ -8,16 +8,24 @@ is needed. Nothing time-dependent goes in, so a committed report only changes wi
 from __future__ import annotations
 
 import html
-import math
 import os
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
 from genvdis import analysis as an
+from genvdis import report_curves as rc
+from genvdis.reportformat import (
+    Block,
+    fmt,
+    fmt_ci,
+    fmt_cross,
+    fmt_int,
+    get_col,
+    is_missing,
+    panel_label,
+)
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "analysis.md"
 PAPER_QUOTE = (
@@ -27,69 +35,12 @@ PAPER_QUOTE = (
 )
 
 
-@dataclass
-class Block:
-    """One piece of the report: kind is h1/h2/h3, p, img, table or ul."""
-
-    kind: str
-    text: str = ""
-    src: str = ""
-    header: list[str] = field(default_factory=list)
-    rows: list[list[str]] = field(default_factory=list)
-
-
-# --------------------------------------------------------------------------- formatting
-
-
-def _missing(x: Any) -> bool:
-    return x is None or x is pd.NA or (isinstance(x, float) and math.isnan(x))
-
-
-def fmt(x: Any, digits: int = 3, signed: bool = False) -> str:
-    """A number for a table cell; a dash for missing values."""
-    if _missing(x):
-        return "—"
-    return f"{float(x):+.{digits}f}" if signed else f"{float(x):.{digits}f}"
-
-
-def fmt_int(x: Any) -> str:
-    return "—" if _missing(x) else str(int(x))
-
-
-def fmt_ci(lo: Any, hi: Any, digits: int = 3, signed: bool = False) -> str:
-    if _missing(lo) or _missing(hi):
-        return "—"
-    return f"[{fmt(lo, digits, signed)}, {fmt(hi, digits, signed)}]"
-
-
-def fmt_asym(a: Any, se: Any) -> str:
-    if _missing(a):
-        return "—"
-    return f"{fmt(a)} ± {fmt(se)}" if not _missing(se) else fmt(a)
-
-
-def fmt_cross(row: pd.Series) -> str:
-    """Interpolated crossover m with its bootstrap interval, then the grid m."""
-    if _missing(row.get("m_cross")):
-        return "none"
-    ci = fmt_ci(row.get("m_cross_ci_low"), row.get("m_cross_ci_high"), 1)
-    return f"{fmt(row['m_cross_interp'], 1)} {ci} (grid {fmt_int(row['m_cross'])})"
-
-
-def panel_label(row: pd.Series) -> str:
-    return fmt_int(row["panel"]) if not _missing(row["panel"]) else "–"
-
-
 # --------------------------------------------------------------------------- content
 
 
-def _get(row: pd.Series, col: str) -> Any:
-    return row[col] if col in row.index else None
-
-
 def _gen(row: pd.Series) -> str:
-    gen = _get(row, "gen_model")
-    return an.NB if _missing(gen) else str(gen)
+    gen = get_col(row, "gen_model")
+    return an.NB if is_missing(gen) else str(gen)
 
 
 def _gen_tag(row: pd.Series) -> str:
@@ -122,13 +73,13 @@ def _summary_row(r: pd.Series) -> list[str]:
         str(r["title"]),
         fmt_int(r["n_rows"]),
         f"{fmt_int(r['m_min'])}–{fmt_int(r['m_max'])}",
-        fmt(_get(r, f"{g}_err_m_min")) + tag,
-        fmt(_get(r, f"{an.LR}_err_m_min")),
-        fmt(_get(r, f"{g}_err_m_max")) + tag,
-        fmt(_get(r, f"{an.LR}_err_m_max")),
+        fmt(get_col(r, f"{g}_err_m_min")) + tag,
+        fmt(get_col(r, f"{an.LR}_err_m_min")),
+        fmt(get_col(r, f"{g}_err_m_max")) + tag,
+        fmt(get_col(r, f"{an.LR}_err_m_max")),
         fmt_cross(r),
-        fmt_asym(_get(r, f"{g}_asymptote"), _get(r, f"{g}_asymptote_se")) + tag,
-        fmt_asym(_get(r, f"{an.LR}_asymptote"), _get(r, f"{an.LR}_asymptote_se")),
+        rc.asym_cell(r, g) + tag,
+        rc.asym_cell(r, an.LR),
         str(r["verdict"]),
     ]
 
@@ -141,11 +92,13 @@ def _figure(results_dir: Path, folder: str, name: str) -> Block:
 
 
 def panel_section(results_dir: Path, r: pd.Series) -> list[Block]:
-    head = f"Panel {panel_label(r)}: {r['title']}" if not _missing(r["panel"]) else r["title"]
+    head = f"Panel {panel_label(r)}: {r['title']}" if not is_missing(r["panel"]) else r["title"]
     blocks = [Block("h2", text=f"{head} (`{r['name']}`)")]
     blocks.append(_figure(results_dir, str(r["folder"]), str(r["name"])))
     blocks.append(Block("p", text=_panel_sentence(r)))
     blocks.append(_model_table(r))
+    blocks += rc.fit_table(results_dir, r)
+    blocks += rc.note_blocks(results_dir, r)
     diff_path = results_dir / str(r["folder"]) / "differences.csv"
     if r["verdict"] != an.NO_PAIR and diff_path.exists():
         blocks.append(_diff_table(pd.read_csv(diff_path)))
@@ -157,7 +110,7 @@ def _panel_sentence(r: pd.Series) -> str:
     if r["verdict"] == an.NO_PAIR:
         return f"n = {n}. Models: {r['models']}. No generative/discriminative pair: verdict n/a."
     cross = fmt_cross(r)
-    no_cross = fmt(_get(r, "frac_no_cross"), 2)
+    no_cross = fmt(get_col(r, "frac_no_cross"), 2)
     return (
         f"n = {n}. Compared: `{r['disc_model']}` − `{r['gen_model']}` (paired over splits). "
         f"Verdict: **{r['verdict']}**. Crossover m: {cross}; fraction of bootstrap resamples "
@@ -171,13 +124,17 @@ def _model_table(r: pd.Series) -> Block:
         f"error @ m={fmt_int(r['m_min'])}",
         f"error @ m={fmt_int(r['m_max'])}",
         "asymptote ± se (power-law fit)",
+        "best family (held-out)",
+        "shape (significant)",
     ]
     rows = [
         [
             m,
-            fmt(_get(r, f"{m}_err_m_min")),
-            fmt(_get(r, f"{m}_err_m_max")),
-            fmt_asym(_get(r, f"{m}_asymptote"), _get(r, f"{m}_asymptote_se")),
+            fmt(get_col(r, f"{m}_err_m_min")),
+            fmt(get_col(r, f"{m}_err_m_max")),
+            rc.asym_cell(r, m, why=True),
+            str(get_col(r, f"{m}_best_family") or "—"),
+            rc.shape_cell(r, m) or "none",
         ]
         for m in str(r["models"]).split(";")
         if m
@@ -279,8 +236,9 @@ def method(results_dir: Path) -> list[Block]:
         "train/test splits (paired), with a t-based 95% interval; a difference is significant "
         "when that interval excludes 0. The crossover is the smallest grid m from which the "
         "mean difference stays negative, interpolated in log m, with a bootstrap interval over "
-        "splits. Asymptotes come from a power-law fit err(m) = a + b m^-c. Intervals are not "
-        "corrected for multiple comparisons across m. "
+        "splits. Asymptotes come from a power-law fit err(m) = a + b m^-c and are printed only "
+        "when the fit identifies them. These intervals are not corrected for multiple "
+        "comparisons across m; the curve-shape tests below are (Holm). "
         f"Details and limits: [docs/analysis.md]({link})."
     )
     return [Block("h2", text="Method"), Block("p", text=text)]
@@ -302,6 +260,8 @@ def build_blocks(results_dir: Path, table: pd.DataFrame) -> list[Block]:
         blocks.append(Block("img", text="Figure 1 reproduction", src="figure1.png"))
     blocks += [Block("h2", text="All panels"), summary_table(table)]
     blocks += method(results_dir)
+    blocks += rc.shape_section(results_dir, table)
+    blocks += rc.fit_section(table)
     for _, r in table.iterrows():
         blocks += panel_section(results_dir, r)
     blocks += comparison(table)

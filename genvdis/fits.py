@@ -1,0 +1,253 @@
+"""Parametric learning-curve fits, an identifiability check, and held-out model selection.
+
+Three families from the learning-curve literature (Viering & Loog 2022; LCDB): the power law
+a + b m^-c, the exponential a + b exp(-c m / m_max) and the 4-parameter MMF
+(a b + g m^d) / (b + m^d). Every family reports its asymptote (the error as m -> infinity)
+as `a`. An asymptote is only printed as a number when the fit pins it down; docs/analysis.md
+says why and how the family is chosen.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import optimize
+
+POW3, EXP3, MMF4 = "pow3", "exp3", "mmf4"
+N_HOLDOUT = 2  # the largest m values kept out of the fit when choosing the family
+_AT_BOUND = 1e-6  # relative distance to a bound that counts as "on the bound"
+_MAXFEV = 2000  # a fit that needs more evaluations is degenerate (and slow); it just fails
+
+
+def _pow3(m: np.ndarray, a: float, b: float, c: float) -> np.ndarray:
+    return a + b * np.power(m, -c)
+
+
+def _mmf4(m: np.ndarray, a: float, b: float, g: float, d: float) -> np.ndarray:
+    """MMF with the asymptote first: err(0) = g, err(inf) = a."""
+    md = np.power(m, d)
+    return (g * b + a * md) / (b + md)
+
+
+@dataclass(frozen=True)
+class Family:
+    """A curve family: its function of (m, m_max, params), bounds and starting points."""
+
+    name: str
+    func: Callable[..., np.ndarray]
+    lower: tuple[float, ...]
+    upper: tuple[float, ...]
+    starts: Callable[[np.ndarray, np.ndarray], list[tuple[float, ...]]]
+
+
+def _pow3_starts(m: np.ndarray, err: np.ndarray) -> list[tuple[float, ...]]:
+    """A few starts spanning plausible asymptotes and exponents; the best fit wins."""
+    lo = float(np.clip(err.min(), 0.0, 1.0))
+    first = float(err[np.argmin(m)])
+    starts = []
+    for a0 in (lo, 0.9 * lo, max(lo - 0.5 * (first - lo), 0.0)):
+        for c0 in (0.5, 1.0, 0.25):
+            b0 = max(first - a0, 1e-3) * float(m.min()) ** c0
+            starts.append((a0, b0, c0))
+    return starts
+
+
+def _exp3_starts(m: np.ndarray, err: np.ndarray) -> list[tuple[float, ...]]:
+    lo, first = float(np.clip(err.min(), 0.0, 1.0)), float(err[np.argmin(m)])
+    return [(a0, max(first - a0, 1e-3), c0) for a0 in (lo, 0.9 * lo) for c0 in (1.0, 5.0, 20.0)]
+
+
+def _mmf4_starts(m: np.ndarray, err: np.ndarray) -> list[tuple[float, ...]]:
+    lo, first = float(np.clip(err.min(), 0.0, 1.0)), float(err[np.argmin(m)])
+    mid = float(np.median(m))
+    g0 = min(max(first, lo), 1.0)
+    return [(a0, mid**d0, g0, d0) for a0 in (lo, 0.9 * lo) for d0 in (0.5, 1.0, 2.0)]
+
+
+FAMILIES = {
+    POW3: Family(
+        POW3, lambda m, mx, a, b, c: _pow3(m, a, b, c), (0, 0, 1e-3), (1, np.inf, 3), _pow3_starts
+    ),
+    EXP3: Family(
+        EXP3,
+        lambda m, mx, a, b, c: a + b * np.exp(-c * m / mx),
+        (0, 0, 1e-3),
+        (1, np.inf, 1e3),
+        _exp3_starts,
+    ),
+    MMF4: Family(
+        MMF4,
+        lambda m, mx, a, b, g, d: _mmf4(m, a, b, g, d),
+        (0, 1e-9, 0, 1e-2),
+        (1, np.inf, 1, 10),
+        _mmf4_starts,
+    ),
+}
+
+
+def nan_fit(family: str, n: int, reason: str) -> dict[str, Any]:
+    """The result of a fit that could not be made: ok=False, NaN numbers, the reason."""
+    return dict(
+        family=family,
+        ok=False,
+        params=(),
+        a=math.nan,
+        a_se=math.nan,
+        b=math.nan,
+        c=math.nan,
+        rmse=math.nan,
+        r2=math.nan,
+        n_points=n,
+        reason=reason,
+        identifiable=False,
+        why="",
+    )
+
+
+def clean_sigma(sem: np.ndarray | None, n: int) -> np.ndarray | None:
+    """Usable weights: zero/NaN sems (e.g. error exactly 0 on every split) get the smallest
+    positive sem, so one point cannot get infinite weight; None when nothing is usable."""
+    if sem is None:
+        return None
+    s = np.asarray(sem, dtype=float)
+    good = np.isfinite(s) & (s > 0)
+    if s.shape != (n,) or not good.any():
+        return None
+    return np.where(good, s, s[good].min())
+
+
+def fit_family(
+    family: str, m: np.ndarray, err: np.ndarray, sem: np.ndarray | None = None
+) -> dict[str, Any]:
+    """Weighted least-squares fit of one family, best of several starts, never raising.
+
+    `a_se` takes the sems as absolute errors, inflated by the reduced chi-square when the
+    curve misfits more than the sems allow. `identifiable` / `why` say whether `a` means
+    anything (see `identifiability`).
+    """
+    fam = FAMILIES[family]
+    m, err = np.asarray(m, dtype=float), np.asarray(err, dtype=float)
+    sigma = clean_sigma(sem, len(m))
+    keep = np.isfinite(m) & np.isfinite(err) & (m > 0)
+    m, err = m[keep], err[keep]
+    sigma = sigma[keep] if sigma is not None else None
+    n_par = len(fam.lower)
+    if len(m) < n_par + 1:
+        return nan_fit(family, len(m), f"fewer than {n_par + 1} points")
+    try:
+        best = _best_start(fam, m, err, sigma)
+    except Exception as exc:  # a fit must never break an analysis run
+        return nan_fit(family, len(m), f"error: {exc}")
+    if best is None:
+        return nan_fit(family, len(m), "curve_fit failed from every start")
+    return _fit_result(fam, m, err, sigma, *best)
+
+
+def _best_start(fam: Family, m, err, sigma):
+    mx = float(m.max())
+    best = None
+    for p0 in fam.starts(m, err):
+        p0 = np.clip(p0, fam.lower, np.minimum(fam.upper, 1e12))
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                popt, pcov = optimize.curve_fit(
+                    lambda x, *p: fam.func(x, mx, *p),
+                    m,
+                    err,
+                    p0=p0,
+                    sigma=sigma,
+                    absolute_sigma=sigma is not None,
+                    bounds=(fam.lower, fam.upper),
+                    maxfev=_MAXFEV,
+                )
+        except (RuntimeError, ValueError, optimize.OptimizeWarning):
+            continue
+        if not np.all(np.isfinite(popt)):
+            continue
+        w = 1.0 if sigma is None else 1.0 / sigma
+        chi2 = float(np.sum(((err - fam.func(m, mx, *popt)) * w) ** 2))
+        if best is None or chi2 < best[2]:
+            best = (popt, pcov, chi2)
+    return best
+
+
+def _fit_result(fam: Family, m, err, sigma, popt, pcov, chi2) -> dict[str, Any]:
+    resid = err - fam.func(m, float(m.max()), *popt)
+    dof = max(len(m) - len(popt), 1)
+    var_a = float(pcov[0, 0]) if np.isfinite(pcov[0, 0]) else math.nan
+    if sigma is not None:
+        var_a *= max(1.0, chi2 / dof)
+    ss_tot = float(np.sum((err - err.mean()) ** 2))
+    out = dict(
+        family=fam.name,
+        ok=True,
+        params=tuple(float(p) for p in popt),
+        a=float(popt[0]),
+        a_se=math.sqrt(var_a) if var_a >= 0 else math.nan,
+        b=float(popt[1]),
+        c=float(popt[2]),
+        rmse=float(np.sqrt(np.mean(resid**2))),
+        r2=1 - float(np.sum(resid**2)) / ss_tot if ss_tot > 0 else math.nan,
+        n_points=len(m),
+        reason="",
+    )
+    why = identifiability(fam, out, float(err.max() - err.min()))
+    out.update(identifiable=not why, why=why)
+    return out
+
+
+def identifiability(fam: Family, fit: dict[str, Any], curve_range: float) -> str:
+    """Why the asymptote of a converged fit means nothing, or "" when it is pinned down.
+
+    A parameter on its bound means the optimum lies outside the allowed region (the data ask
+    for a negative asymptote, say), and the reported se ignores the bound. An interval wider
+    than the whole range the curve covers says nothing the curve itself does not.
+    """
+    names = {POW3: "abc", EXP3: "abc", MMF4: "abgd"}[fam.name]
+    for name, p, lo, hi in zip(names, fit["params"], fam.lower, fam.upper, strict=True):
+        if abs(p - lo) <= _AT_BOUND * max(1.0, abs(lo)):
+            return f"{name} at its lower bound {lo:g}"
+        if np.isfinite(hi) and abs(p - hi) <= _AT_BOUND * max(1.0, abs(hi)):
+            return f"{name} at its upper bound {hi:g}"
+    se = fit["a_se"]
+    if not math.isfinite(se):
+        return "the asymptote's standard error is undefined"
+    if 2 * 1.96 * se > curve_range:
+        return f"95% interval width {2 * 1.96 * se:.3f} exceeds the curve's range {curve_range:.3f}"
+    return ""
+
+
+def holdout_score(
+    family: str, m: np.ndarray, err: np.ndarray, sem: np.ndarray | None, n_out: int = N_HOLDOUT
+) -> float:
+    """RMSE on the `n_out` largest m of a fit made without them (NaN if it cannot be made).
+
+    Extrapolating to larger m is what an asymptote does, so this scores a family on the
+    task it is used for, not on how closely it follows the points it was fitted to.
+    """
+    order = np.argsort(np.asarray(m, dtype=float))
+    m, err = np.asarray(m, dtype=float)[order], np.asarray(err, dtype=float)[order]
+    sem = None if sem is None else np.asarray(sem, dtype=float)[order]
+    cut = len(m) - n_out
+    fit = fit_family(family, m[:cut], err[:cut], None if sem is None else sem[:cut])
+    if not fit["ok"]:
+        return math.nan
+    pred = FAMILIES[family].func(m[cut:], float(m[:cut].max()), *fit["params"])
+    return float(np.sqrt(np.mean((err[cut:] - pred) ** 2)))
+
+
+def select_family(
+    m: np.ndarray, err: np.ndarray, sem: np.ndarray | None = None
+) -> tuple[str, dict[str, float]]:
+    """The family with the lowest held-out RMSE ("" when none could be scored), and every
+    family's score. Ties go to the family listed first (the fewer parameters)."""
+    scores = {name: holdout_score(name, m, err, sem) for name in FAMILIES}
+    usable = {k: v for k, v in scores.items() if math.isfinite(v)}
+    best = min(usable, key=lambda k: usable[k]) if usable else ""
+    return best, scores
