@@ -39,3 +39,31 @@ def test_a_whole_run_loads_neither_scipy_stats_nor_plotting_nor_sklearn(
     assert (out / "toy" / "summary.csv").exists()
     # the LP (scipy.optimize) runs on the rare split that needs it: not asserted here
     assert [m for m in loaded if m != "scipy.optimize"] == []
+
+
+def test_every_blas_the_kernels_call_runs_on_one_thread(tmp_path, write_toy, toy_config):
+    """numba's np.dot goes through scipy's own OpenBLAS, loaded lazily on the first kernel call:
+    it must still be limited to one thread (deterministic BLAS, no oversubscription), now that
+    nothing imports scipy.linalg before the run. Checked inside the first block of a toy run."""
+    config = write_toy(tmp_path / "cfg", toy_config("sizes: [10, 20]"))
+    run = ["run", str(config), "--splits", "3", "--out", str(tmp_path / "out"), "-q"]
+    code = f"""import json, sys
+from threadpoolctl import threadpool_info
+from genvdis import cli, engine
+real, seen = engine.run_block, []
+def spy(*args):
+    frame = real(*args)
+    seen.extend((i["filepath"], i["num_threads"]) for i in threadpool_info() if i["user_api"] == "blas")
+    return frame
+engine.run_block = spy
+sys.argv = ["genvdis", *{run!r}]
+try:
+    cli.app()
+except SystemExit as e:
+    assert not e.code, e.code
+print(json.dumps(seen))"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert any("scipy_openblas-" in path for path, _ in seen)  # scipy's BLAS was in use
+    assert {threads for _, threads in seen} == {1}
