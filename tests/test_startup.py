@@ -53,7 +53,8 @@ from genvdis import cli, engine
 real, seen = engine.run_block, []
 def spy(*args):
     frame = real(*args)
-    seen.extend((i["filepath"], i["num_threads"]) for i in threadpool_info() if i["user_api"] == "blas")
+    blas = [i for i in threadpool_info() if i["user_api"] == "blas"]
+    seen.extend((i["filepath"], i["num_threads"]) for i in blas)
     return frame
 engine.run_block = spy
 sys.argv = ["genvdis", *{run!r}]
