@@ -84,7 +84,7 @@ def _wall(*commands: list[str]) -> tuple[float, float]:
 
 def _genvdis(config: str, splits: int, jobs: int, out: Path) -> list[str]:
     run = ["run", config, "--splits", str(splits), "--jobs", str(jobs), "--out", str(out), "-q"]
-    return [sys.executable, "-m", "genvdis.cli", *run]
+    return [str(Path(sys.executable).with_name("genvdis")), *run]  # the command users type
 
 
 def _round(args: argparse.Namespace, scratch: Path, n: int) -> dict[str, tuple[float, float]]:
