@@ -59,8 +59,13 @@ _THREADPOOLS: list[ThreadpoolController] = []
 def one_thread() -> contextlib.AbstractContextManager:
     """Limit BLAS and OpenMP to one thread. The controller that finds the process's thread
     pools is built once per process: building it reads /proc/self/maps, ~3 ms, which per task
-    cost more than fitting a small block."""
+    cost more than fitting a small block. The compiled kernels' np.dot and np.linalg call
+    scipy's own OpenBLAS (numba loads it through scipy.linalg.cython_blas on first call), a
+    second library beside numpy's: load it first, or the controller misses it and it runs on
+    every core."""
     if not _THREADPOOLS:
+        import scipy.linalg.cython_blas  # noqa: F401
+
         _THREADPOOLS.append(ThreadpoolController())
     return _THREADPOOLS[0].limit(limits=1)
 

@@ -25,10 +25,14 @@ checked with their rounding error bounded, so a shortcut never decides wrongly
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-from scipy.optimize import OptimizeResult, linprog
 
 from genvdis import streams
+
+if TYPE_CHECKING:
+    from scipy.optimize import OptimizeResult
 
 # A training set is called separable when its L-infinity maximum margin exceeds this: the LP
 # below is the definition, and every shortcut in `decide` is a certificate of its answer.
@@ -118,7 +122,10 @@ def newton_bound(bound: np.ndarray, Z: np.ndarray) -> np.ndarray:
 def _solve_lp(A: np.ndarray) -> OptimizeResult:
     """max t s.t. A z >= t, -1 <= z <= 1, 0 <= t <= 1 by HiGHS (its default solver, then interior
     point if that fails). The LP is always feasible (z = 0) and bounded, so a failure is a bug:
-    raised, never read as "not separable"."""
+    raised, never read as "not separable". scipy.optimize is imported here, on the rare LP,
+    not with the module: it costs ~0.3 s of every run's start-up."""
+    from scipy.optimize import linprog
+
     m, d1 = A.shape
     c = np.zeros(d1 + 1)
     c[-1] = -1.0

@@ -25,7 +25,6 @@ from itertools import product
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from genvdis.config import SyntheticDataset
 from genvdis.datasets import RawData
@@ -125,6 +124,8 @@ def load_synthetic(spec: SyntheticDataset) -> RawData:
 
 def bayes_error_gaussian(params: SyntheticParameters) -> float:
     """Phi(-Delta/2), Delta the Mahalanobis distance between the class means (equal priors)."""
+    from scipy import stats  # here, not with the module: ~1 s, and a synthetic run may not ask
+
     delta = np.sqrt((((params.mu[1] - params.mu[0]) / params.sigma) ** 2).sum())
     return float(stats.norm.cdf(-delta / 2))
 
@@ -160,6 +161,8 @@ def bayes_error_binary(
         return 0.5, "exact"
     outcomes = math.prod(c + 1 for _, _, c in groups)
     if outcomes <= max_outcomes:
+        from scipy import stats  # here, not with the module (~1 s)
+
         # log P(t | y) for every joint count vector t, built up group by group.
         log0, log1 = np.zeros(1), np.zeros(1)
         for a, b, c in groups:

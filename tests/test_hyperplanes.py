@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import scipy.optimize
 from scipy.optimize import linprog
 
 from genvdis import engine, hyperplanes, splits
@@ -113,7 +114,8 @@ def test_a_failed_lp_is_an_error_not_a_verdict(monkeypatch):
     class Failed:
         status, message = 4, "numerical difficulties"
 
-    monkeypatch.setattr(hyperplanes, "linprog", lambda *args, **kwargs: Failed())
+    # hyperplanes imports linprog when it solves (start-up cost), so patch it at the source
+    monkeypatch.setattr(scipy.optimize, "linprog", lambda *args, **kwargs: Failed())
     with pytest.raises(RuntimeError, match="the separability LP failed: numerical difficulties"):
         hyperplanes.max_margin(hyperplanes.signed_rows(SQUARE_X, SQUARE_Y))
 
