@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from genvdis import fits, shape
 from genvdis.errors import UserError
+from genvdis.results import t_quantile
 from genvdis.runfiles import read_errors, read_run_config
 
 log = logging.getLogger(__name__)
@@ -99,7 +99,7 @@ def _diff_row(m: int, d: np.ndarray, level: float) -> dict[str, Any]:
             m=m, mean_diff=mean, sem=math.nan, ci_low=math.nan, ci_high=math.nan, n_splits=n
         )
     sem = float(np.std(d, ddof=1) / math.sqrt(n))
-    half = float(stats.t.ppf(0.5 + level / 2, df=n - 1)) * sem
+    half = float(t_quantile(0.5 + level / 2, n - 1)) * sem
     return dict(m=m, mean_diff=mean, sem=sem, ci_low=mean - half, ci_high=mean + half, n_splits=n)
 
 

@@ -27,8 +27,9 @@ from matplotlib import colors
 from genvdis import analysis as an
 from genvdis import results
 from genvdis.errors import UserError
-from genvdis.plotting import STYLES
+from genvdis.plotting import STYLES, separable_span
 from genvdis.report import read_analysis
+from genvdis.runfiles import read_run_config
 
 PAGE = "explorer.html"
 HOST = "127.0.0.1"
@@ -64,7 +65,7 @@ def find_explorer_runs(results_dir: Path) -> list[tuple[Path, dict]]:
     config.yaml; not the theory experiments' synthetic runs, which have their own figures."""
     runs = []
     for summary in sorted(Path(results_dir).rglob("summary.csv")):
-        config = results.read_resolved(summary.parent) or {"name": summary.parent.name}
+        config = read_run_config(summary.parent) or {"name": summary.parent.name}
         dataset = config.get("dataset")
         if not (isinstance(dataset, dict) and "synthetic" in dataset):
             runs.append((summary.parent, config))
@@ -130,16 +131,6 @@ def settings_diff(base: dict, other: dict) -> str:
 
 
 # --------------------------------------------------------------------------- one run
-
-
-def separable_span(summary: pd.DataFrame) -> list[int] | None:
-    """The m range where most logistic-regression training sets are separable: figure1's grey
-    shading (plotting.draw_panel), from the first to the last such m."""
-    lr = summary[summary["model"] == an.LR]
-    mostly = lr[lr["frac_separable"] > 0.5]
-    if mostly.empty:
-        return None
-    return [int(mostly["m"].min()), int(mostly["m"].max())]
 
 
 def _curves(summary: pd.DataFrame) -> list[dict[str, Any]]:

@@ -25,6 +25,16 @@ SAVE_STYLE = {"svg.hashsalt": "genvdis", "pdf.compression": 6}
 METADATA = {"png": {"Software": None}, "pdf": {"CreationDate": None, "Producer": None}}
 
 
+def separable_span(summary: pd.DataFrame) -> list[int] | None:
+    """The m range where most logistic-regression training sets are separable (the grey
+    shading of every figure and of the explorer), from the first to the last such m."""
+    lr = summary[summary["model"] == "logistic_regression"]
+    mostly = lr[lr["frac_separable"] > 0.5]
+    if mostly.empty:
+        return None
+    return [int(mostly["m"].min()), int(mostly["m"].max())]
+
+
 def draw_panel(ax: plt.Axes, summary: pd.DataFrame, title: str, small: bool = False) -> None:
     """One learning-curve panel on `ax`, with 95% bands and the mostly-separable m shaded."""
     for model, curve in summary.groupby("model", sort=False):
@@ -33,10 +43,9 @@ def draw_panel(ax: plt.Axes, summary: pd.DataFrame, title: str, small: bool = Fa
         ax.fill_between(
             curve["m"], curve["ci_low"], curve["ci_high"], alpha=0.2, color=style.get("color")
         )
-    lr = summary[summary["model"] == "logistic_regression"]
-    mostly = lr[lr["frac_separable"] > 0.5]
-    if len(mostly):
-        ax.axvspan(mostly["m"].min(), mostly["m"].max(), color="0.9", zorder=0)
+    span = separable_span(summary)
+    if span:
+        ax.axvspan(*span, color="0.9", zorder=0)
     ax.set_title(title, fontsize=8 if small else 11)
     ax.set_xlabel("m (training-set size)", fontsize=7 if small else 10)
     ax.set_ylabel("error", fontsize=7 if small else 10)

@@ -262,6 +262,14 @@ class _Damaged(Exception):
 # --- the finished run ------------------------------------------------------------------------
 
 
+def t_quantile(p: float, dof):
+    """Student's t quantile: what scipy.stats.t.ppf computes (it calls stdtrit: same bits),
+    without importing scipy.stats (~1 s) on a run's path."""
+    from scipy.special import stdtrit
+
+    return stdtrit(dof, p)
+
+
 def summarize_errors(errors: pd.DataFrame, model_order: list[str]) -> pd.DataFrame:
     """Mean error per model and m with its standard error and a t-based 95% interval."""
     grouped = errors.groupby(["model", "m"], sort=False)
@@ -273,11 +281,8 @@ def summarize_errors(errors: pd.DataFrame, model_order: list[str]) -> pd.DataFra
     ).reset_index()
     summary["std"] = summary["std"].fillna(0.0)
     summary["sem"] = summary["std"] / np.sqrt(summary["n_splits"])
-    # stdtrit is what scipy.stats.t.ppf calls (same bits) without importing scipy.stats (~1 s)
-    from scipy.special import stdtrit
-
     dof = np.maximum(summary["n_splits"].to_numpy() - 1, 1)
-    half = stdtrit(dof, 0.975) * summary["sem"]
+    half = t_quantile(0.975, dof) * summary["sem"]
     summary["ci_low"] = summary["mean"] - half
     summary["ci_high"] = summary["mean"] + half
     summary["order"] = summary["model"].map({m: i for i, m in enumerate(model_order)})
@@ -359,18 +364,6 @@ def read_errors(run_dir: Path) -> pd.DataFrame:
     errors = pd.read_csv(run_dir / "errors.csv", dtype={"error": str})
     errors["error"] = errors["error"].map(float).astype(np.float64)
     return errors
-
-
-def read_resolved(run_dir: Path) -> dict | None:
-    """config.yaml of a run as a mapping; None if missing or not a readable mapping."""
-    path = run_dir / "config.yaml"
-    if not path.is_file():
-        return None
-    try:
-        resolved = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return None
-    return resolved if isinstance(resolved, dict) else None
 
 
 def find_runs(results_dir: Path) -> list[Path]:
