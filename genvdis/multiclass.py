@@ -1,0 +1,203 @@
+"""The models for K-class targets (labels coded 0..K-1), fit on many training splits at once,
+and their scoring.
+
+Each is a linear classifier with one score per class, `Z @ coef[c] + intercept[c]`; it predicts
+the class with the largest score. `fit_batch` has the binary models' interface (`models`): data
+Z (n, D), labels y, S training index sets idx (S, m), and it returns a `models.BatchFit` whose
+coef is (S, K, D) and intercept (S, K). Scores are reference-coded: class 0's are 0, and class
+c's are its log-odds against class 0. So for K = 2 every model here gives the binary model's
+log-odds, by the same formulas, and predicts as it does.
+
+Ties: the lowest class index wins (`predict`, `count_errors`): for K = 2 that is the binary
+rule "positive where the log-odds is > 0".
+
+- `MultiNaiveBayes`: the binary `NaiveBayes` with K classes: Gaussians with a per-feature
+  variance shared by all classes, Laplace-smoothed counts for discrete attributes.
+- `MultiLDA`: Gaussians with one full covariance shared by the classes, epsilon on its diagonal.
+- `MultiLogisticRegression` (`genvdis.softmax`): multinomial logistic regression.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from genvdis import streams
+from genvdis.errors import UserError
+from genvdis.models import LDA, BatchFit, LinearModel, NaiveBayes
+from genvdis.preprocessing import FeatureLayout
+
+SCORE_BYTES = 32 * 2**20  # scores (rows x splits x classes) computed at once when scoring
+
+
+def n_classes(y: np.ndarray) -> int:
+    """K, for labels coded 0..K-1."""
+    return int(np.max(y)) + 1
+
+
+class MultiModel(LinearModel):
+    """fit / predict / decision_function for K-class scores, on top of `fit_batch`."""
+
+    def fit(self, X: np.ndarray, y: np.ndarray, random_state: int = 0) -> MultiModel:
+        y = np.asarray(y, dtype=np.int64)
+        if y.min() != 0 or len(np.unique(y)) != n_classes(y):
+            raise ValueError("y must hold every class, coded 0..K-1")
+        idx = np.arange(len(y))[None, :]
+        keys = streams.stream_keys(random_state, len(y), [0], stream=1)
+        fit = self.fit_batch(self.encode(X), y, idx, keys)
+        self.coef_, self.intercept_ = fit.coef[0], fit.intercept[0]
+        self.separable_ = bool(fit.separable[0])
+        return self
+
+    def decision_function(self, X: np.ndarray) -> np.ndarray:
+        """Scores (n, K): class c's log-odds against class 0."""
+        return self.encode(X) @ self.coef_.T + self.intercept_
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        return np.argmax(self.decision_function(X), axis=1)  # ties: the lowest class
+
+
+@streams.jit
+def class_sums(
+    Z: np.ndarray, y: np.ndarray, idx: np.ndarray, p: int, K: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Naive Bayes' sufficient statistics for each split, in one pass over its training rows:
+    class counts (S, K), per-class column sums (S, K, D) and sums of squares of the p
+    continuous columns (S, K, p). Continuous values are measured from the split's first
+    training row: a feature constant in the split is then exactly 0, so its weight is exactly
+    0, not a rounding error in the means divided by the tiny variance floor."""
+    S, m = idx.shape
+    D = Z.shape[1]
+    counts = np.zeros((S, K))
+    sums = np.zeros((S, K, D))
+    squares = np.zeros((S, K, p))
+    for s in range(S):
+        ref = Z[idx[s, 0]]
+        for i in range(m):
+            row = Z[idx[s, i]]
+            c = y[idx[s, i]]
+            counts[s, c] += 1.0
+            for j in range(p):
+                v = row[j] - ref[j]
+                sums[s, c, j] += v
+                squares[s, c, j] += v * v
+            for j in range(p, D):  # one-hot: mostly zeros
+                if row[j] != 0.0:
+                    sums[s, c, j] += row[j]
+    return counts, sums, squares
+
+
+class MultiNaiveBayes(MultiModel, NaiveBayes):
+    """K-class naive Bayes: shared-variance Gaussians for continuous attributes (the variance
+    of each feature pooled over all classes, maximum likelihood), Laplace-smoothed counts for
+    discrete ones; the class prior is smoothed with the same l when there are discrete
+    attributes, as in the binary model (whose parameters and checks it shares)."""
+
+    def _fit_group(
+        self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray
+    ) -> BatchFit:
+        p, K = self.layout.n_continuous, n_classes(y)
+        counts, sums, squares = class_sums(Z, y.astype(np.int64), idx, p, K)
+        coef = np.zeros((idx.shape[0], K, Z.shape[1]))
+        intercept = np.zeros((idx.shape[0], K))
+        if p:
+            self._gaussian(Z, idx, counts, sums[:, :, :p], squares, coef, intercept)
+        if self.layout.n_discrete:
+            l = self.laplace  # noqa: E741 (the paper's name)
+            k = np.repeat(self.layout.levels, self.layout.levels).astype(float)
+            log_p = np.log((sums[:, :, p:] + l) / (counts[:, :, None] + k * l))
+            coef[:, 1:, p:] = log_p[:, 1:] - log_p[:, :1]
+            intercept[:, 1:] += np.log((counts[:, 1:] + l) / (counts[:, :1] + l))
+        else:
+            intercept[:, 1:] += np.log(counts[:, 1:] / counts[:, :1])
+        return BatchFit(coef, intercept, np.zeros(idx.shape[0], dtype=bool))
+
+    def _gaussian(
+        self, Z: np.ndarray, idx: np.ndarray, counts: np.ndarray, sums: np.ndarray,
+        squares: np.ndarray, coef: np.ndarray, intercept: np.ndarray,
+    ) -> None:  # fmt: skip
+        """The continuous part of coef and intercept, in place: class means mu_c, the variance
+        pooled over classes, and class c's log-density ratio against class 0."""
+        p = sums.shape[2]
+        mu = sums / counts[:, :, None]
+        # within-class sums of squares, sum (x - mu_c)^2 = sum x^2 - n_c mu_c^2: one pass
+        within = squares[:, 0] - sums[:, 0] * mu[:, 0]
+        for c in range(1, mu.shape[1]):
+            within = within + squares[:, c] - sums[:, c] * mu[:, c]
+        var = np.maximum(within, 0.0) / idx.shape[1]
+        var += self.var_smoothing * var.max(axis=1, keepdims=True) + 1e-12
+        var = var[:, None]
+        coef[:, 1:, :p] = (mu[:, 1:] - mu[:, :1]) / var
+        intercept[:, 1:] -= ((mu[:, 1:] ** 2 - mu[:, :1] ** 2) / (2 * var)).sum(axis=2)
+        intercept[:, 1:] -= np.einsum("scd,sd->sc", coef[:, 1:, :p], Z[idx[:, 0], :p])
+
+
+class MultiLDA(MultiModel, LDA):
+    """K-class normal discriminant analysis: one full covariance shared by the classes (the
+    pooled within-class covariance, maximum likelihood), epsilon added to its diagonal (the
+    binary model's parameters and checks)."""
+
+    def _fit_group(
+        self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray
+    ) -> BatchFit:
+        Zt, yt, K = Z[idx], y[idx], n_classes(y)
+        member = (yt[:, :, None] == np.arange(K)).astype(float)  # (S, m, K)
+        counts = member.sum(axis=1)
+        mu = np.einsum("smk,smd->skd", member, Zt) / counts[:, :, None]
+        centred = Zt - np.take_along_axis(mu, yt[:, :, None], axis=1)
+        cov = np.einsum("smd,sme->sde", centred, centred) / Zt.shape[1]
+        cov += self.epsilon * np.eye(Z.shape[1])
+        gaps = np.swapaxes(mu[:, 1:] - mu[:, :1], 1, 2)  # (S, D, K - 1)
+        try:
+            coef = np.swapaxes(np.linalg.solve(cov, gaps), 1, 2)
+        except np.linalg.LinAlgError:
+            coef = None
+        if coef is None or not np.isfinite(coef).all():  # epsilon too small to regularise
+            raise singular_covariance(self.epsilon, idx.shape[1])
+        intercept = -0.5 * np.einsum("skd,skd->sk", mu[:, 1:] + mu[:, :1], coef)
+        intercept += np.log(counts[:, 1:] / counts[:, :1])
+        pad = np.zeros((idx.shape[0], 1))
+        coef = np.concatenate([np.zeros((idx.shape[0], 1, Z.shape[1])), coef], axis=1)
+        return BatchFit(coef, np.concatenate([pad, intercept], axis=1), pad[:, 0] > 0)
+
+
+def singular_covariance(epsilon: float, m: int) -> UserError:
+    """The error for an LDA covariance that epsilon does not make invertible."""
+    return UserError(
+        f"models: lda (epsilon {epsilon:g}): a training set of m={m} has a singular "
+        "covariance (collinear or constant attributes); give lda a larger epsilon "
+        "(default 1e-4)"
+    )
+
+
+def count_errors(
+    Z1: np.ndarray,
+    y: np.ndarray,
+    coef: np.ndarray,
+    train: np.ndarray,
+    test_mask: np.ndarray | None = None,
+) -> np.ndarray:
+    """Test errors of classifiers coef (L, K, D + 1) (the intercept last) on the rows Z1
+    (n, D + 1) (the data with a column of ones): the 0/1 loss of the argmax over classes, ties
+    to the lowest class. Classifier l belongs to split l % S, with training rows train[l % S]
+    (S, m); a split tests on every other row, or on the rows test_mask (S, n) marks.
+    Classifiers whose weights are not finite are a bug (the data are finite and bounded):
+    ArithmeticError, never a silent count."""
+    if not np.isfinite(coef).all():
+        bad = sorted({int(k) for k in np.flatnonzero(~np.isfinite(coef).all(axis=(1, 2)))})
+        raise ArithmeticError(f"classifiers {bad} have weights that are not finite")
+    L, K, width = coef.shape
+    S, n = train.shape[0], len(y)
+    tested = np.ones((S, n), dtype=bool) if test_mask is None else test_mask.copy()
+    if test_mask is None:
+        tested[np.arange(S)[:, None], train] = False
+    flat = np.ascontiguousarray(coef.reshape(L * K, width).T)  # (D + 1, L K)
+    chunk = max(1, SCORE_BYTES // (8 * L * K))
+    errors = np.zeros(L, dtype=np.int64)
+    for start in range(0, n, chunk):
+        scores = (Z1[start : start + chunk] @ flat).reshape(-1, L, K)
+        wrong = np.argmax(scores, axis=2) != y[start : start + chunk, None]
+        errors += (wrong & np.tile(tested[:, start : start + chunk].T, (1, L // S))).sum(axis=0)
+    return errors
+
+
+__all__ = ["MultiLDA", "MultiModel", "MultiNaiveBayes", "class_sums", "count_errors", "n_classes"]

@@ -1,0 +1,247 @@
+"""Multinomial (softmax) logistic regression for K classes, on S training sets at once.
+
+The model is reference-coded: class 0's score is 0, class c's is v_c . (x, 1), so the K - 1
+free weight vectors are identifiable and for K = 2 the model is the binary logistic regression
+(`models.LogisticRegression`), with the same vanishing ridge (`models.TINY_RIDGE`).
+
+It is fit by batched Newton with backtracking: each iteration, for every split, the gradient
+X^T (T - P), the Hessian (one BLAS-3 product for the cross terms sum_i (p_i x_i)(p_i x_i)^T,
+K - 1 more for the diagonal blocks) and a dense solve in (K - 1)(D + 1) unknowns.
+
+Separable training sets (some W gives every row its own class the strictly largest score) are
+decided as in the binary case (`hyperplanes.decide`, docs/separable.md): by certificates of an
+LP's answer, never a heuristic. The constraint rows are a_ik = (e_y_i - e_k) (x) (x_i, 1) / 2,
+one for each row i and each other class k, on the full weights W (K, D + 1); the LP is
+`hyperplanes.max_margin` on them (max t, a_ik . W >= t, |W| <= 1), whose margin for K = 2 is
+the binary one. A Newton iterate that separates certifies "yes" by the margin it achieves
+(`hyperplanes.margin_of`, rounding included); Gordan's bound with weights lambda_ik = p_ik (the
+probability of the wrong class k: then A^T lambda is the likelihood's gradient, ~0 at the
+maximum) certifies "no" (`hyperplanes.margin_bound`); the LP decides the rest.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from genvdis import hyperplanes
+from genvdis.errors import UserError
+from genvdis.models import TINY_RIDGE, BatchFit, LogisticRegression
+from genvdis.multiclass import MultiModel, n_classes
+from genvdis.newton import DECREMENT_TOL, LOSS_SLACK, MAX_HALVINGS
+
+FIT_BYTES = 16 * 2**20  # a group's per-row Hessian factors, splits x m x (K - 1)(D + 1)
+
+
+def design(Z: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """The training rows idx (S, m) of Z with a last column of ones: (S, m, D + 1)."""
+    X = Z[idx]
+    return np.concatenate([X, np.ones(X.shape[:2] + (1,))], axis=2)
+
+
+def full_scores(X: np.ndarray, V: np.ndarray) -> np.ndarray:
+    """Every class's scores (S, m, K) for reference-coded weights V (S, K - 1, d)."""
+    scores = np.einsum("smd,skd->smk", X, V)
+    return np.concatenate([np.zeros(scores.shape[:2] + (1,)), scores], axis=2)
+
+
+def _loss(
+    X: np.ndarray, y: np.ndarray, V: np.ndarray, penalty: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The penalised negative log-likelihood (S,) and the class probabilities (S, m, K)."""
+    scores = full_scores(X, V)
+    top = scores.max(axis=2, keepdims=True)
+    shifted = np.exp(scores - top)
+    total = shifted.sum(axis=2, keepdims=True)
+    log_norm = (top + np.log(total))[..., 0]
+    own = np.take_along_axis(scores, y[:, :, None], axis=2)[..., 0]
+    nll = (log_norm - own).sum(axis=1) + 0.5 * np.einsum("skd,skd,d->s", V, V, penalty)
+    return nll, shifted / total
+
+
+def separates(X: np.ndarray, y: np.ndarray, V: np.ndarray) -> np.ndarray:
+    """Whether each split's weights give every training row's own class the strictly largest
+    score (S,)."""
+    scores = full_scores(X, V)
+    own = np.take_along_axis(scores, y[:, :, None], axis=2)
+    np.put_along_axis(scores, y[:, :, None], -np.inf, axis=2)
+    return (own[..., 0] > scores.max(axis=2)).all(axis=1)
+
+
+def _hessian(X: np.ndarray, P: np.ndarray, penalty: np.ndarray) -> np.ndarray:
+    """The negative log-likelihood's Hessians (S, (K-1) d, (K-1) d), free classes' P (S, m, K-1):
+    blocks X^T diag(p_c delta_ck - p_c p_k) X, plus the ridge on the diagonal."""
+    S, m, d = X.shape
+    k = P.shape[2]
+    B = (P[:, :, :, None] * X[:, :, None, :]).reshape(S, m, k * d)
+    H = -np.matmul(np.swapaxes(B, 1, 2), B)
+    XT = np.swapaxes(X, 1, 2)
+    for c in range(k):
+        H[:, c * d : (c + 1) * d, c * d : (c + 1) * d] += np.matmul(XT * P[:, None, :, c], X)
+    H[:, np.arange(k * d), np.arange(k * d)] += np.tile(penalty, k)
+    return H
+
+
+def _solve(H: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """H^-1 g for each problem; the pseudo-inverse's where H is numerically singular."""
+    try:
+        return np.linalg.solve(H, g[..., None])[..., 0]
+    except np.linalg.LinAlgError:
+        return np.stack([np.linalg.lstsq(h, b, rcond=None)[0] for h, b in zip(H, g)])
+
+
+def newton_softmax(
+    X: np.ndarray, y: np.ndarray, K: int, strength: float, max_iter: int = 100,
+    tol: float = 1e-8, stop_if_separating: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """Reference-coded weights V (S, K - 1, d) maximising each split's penalised likelihood
+    (ridge `strength` on every weight but the intercepts), and which splits stopped on a
+    separating iterate (with `stop_if_separating`: the likelihood then has no maximum).
+
+    A step that raises the loss by more than rounding is halved, up to MAX_HALVINGS times (then
+    not taken, and the problem stops). A problem stops after a step smaller than tol (relative
+    to its weights) or whose Newton decrement was below DECREMENT_TOL: convergence is quadratic
+    there, so the step taken leaves a decrement of ~1e-18."""
+    S, m, d = X.shape
+    penalty = np.full(d, strength)
+    penalty[-1] = 0.0
+    V = np.zeros((S, K - 1, d))
+    target = (y[:, :, None] == np.arange(1, K)).astype(float)
+    separating = np.zeros(S, dtype=bool)
+    active = np.arange(S)
+    loss, P = _loss(X, y, V, penalty)
+    for _ in range(max_iter):
+        Xa, ya, Va = X[active], y[active], V[active]
+        grad = np.einsum("smd,smk->skd", Xa, target[active] - P[:, :, 1:]) - penalty * Va
+        grad = grad.reshape(active.size, -1)
+        delta = _solve(_hessian(Xa, P[:, :, 1:], penalty), grad)
+        decrement = np.einsum("sp,sp->s", grad, delta)
+        delta = delta.reshape(Va.shape)
+        length = np.ones(active.size)
+        new_loss, new_P = _loss(Xa, ya, Va + delta, penalty)
+        ceiling = loss + LOSS_SLACK * np.abs(loss)
+        for _ in range(MAX_HALVINGS):
+            worse = np.flatnonzero(new_loss > ceiling)
+            if worse.size == 0:
+                break
+            length[worse] /= 2
+            moved = Va[worse] + length[worse, None, None] * delta[worse]
+            new_loss[worse], new_P[worse] = _loss(Xa[worse], ya[worse], moved, penalty)
+        stuck = new_loss > ceiling
+        length[stuck] = 0.0
+        new_loss[stuck], new_P[stuck] = loss[stuck], P[stuck]
+        V[active] = Va = Va + length[:, None, None] * delta
+        step = length * np.abs(delta).max(axis=(1, 2)) / (1 + np.abs(Va).max(axis=(1, 2)))
+        done = stuck | (step <= tol) | (decrement < DECREMENT_TOL) | ~np.isfinite(new_loss)
+        if stop_if_separating:
+            separating[active] = split = separates(Xa, ya, Va)
+            done |= split
+        active, loss, P = active[~done], new_loss[~done], new_P[~done]
+        if active.size == 0:
+            break
+    return V, separating
+
+
+def constraint_rows(X: np.ndarray, y: np.ndarray, K: int) -> np.ndarray:
+    """a_ik = (e_y_i - e_k) (x) x_i / 2 for each row i of X (m, d) and each class k != y_i,
+    in that order: (m (K - 1), K d), on the full weights W (K, d) flattened. For K = 2 the
+    margin they define, max min a . W over |W| <= 1, is the binary one (W = (-w/2, w/2))."""
+    m, d = X.shape
+    others = np.array([[k for k in range(K) if k != c] for c in range(K)], dtype=np.int64)
+    rows = np.zeros((m, K - 1, K, d))
+    i, j = np.arange(m)[:, None], np.arange(K - 1)[None, :]
+    rows[i, j, y[:, None]] = X[:, None, :] / 2
+    rows[i, j, others[y]] = -X[:, None, :] / 2
+    return rows.reshape(m * (K - 1), K * d)
+
+
+def wrong_class_weights(P: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """lambda_ik = p_ik for each row i and class k != y_i, in `constraint_rows`' order."""
+    K = P.shape[1]
+    others = np.array([[k for k in range(K) if k != c] for c in range(K)], dtype=np.int64)
+    return np.take_along_axis(P, others[y], axis=1).ravel()
+
+
+def centred(V: np.ndarray) -> np.ndarray:
+    """Full weights (K, d) with class 0's at 0 and V's after, each coordinate shifted by its
+    midrange over classes: the same classifier, with the smallest |W|_inf."""
+    W = np.concatenate([np.zeros((1, V.shape[1])), V])
+    return W - (W.max(axis=0) + W.min(axis=0)) / 2
+
+
+def decide(
+    X: np.ndarray, y: np.ndarray, K: int, V: np.ndarray, separating: np.ndarray
+) -> tuple[np.ndarray, list[np.ndarray | None]]:
+    """Which training sets (X[s], y[s]) are separable, the LP's answer (see the module's
+    docstring), and the LP's maximum-margin W (K, d) for those it solved (None elsewhere)."""
+    separable = np.zeros(len(X), dtype=bool)
+    solutions: list[np.ndarray | None] = [None] * len(X)
+    P = _loss(X, y, V, np.zeros(X.shape[2]))[1]
+    for s in range(len(X)):
+        A = constraint_rows(X[s], y[s], K)
+        if separating[s] and hyperplanes.margin_of(A, centred(V[s]).ravel()) > hyperplanes.MARGIN_TOL:
+            separable[s] = True
+            continue
+        bound = hyperplanes.margin_bound(A, wrong_class_weights(P[s], y[s]))
+        if not separating[s] and bound <= hyperplanes.MARGIN_TOL:
+            continue
+        separable[s], z = hyperplanes.max_margin(A)
+        solutions[s] = z.reshape(K, -1)
+    return separable, solutions
+
+
+class MultiLogisticRegression(MultiModel, LogisticRegression):
+    """Multinomial logistic regression by maximum likelihood (no penalty but the vanishing
+    ridge); on separable training sets, `separable` as for the binary model: `max_margin` takes
+    the LP's maximum-margin W, `ridge` the fit penalised by |v|^2 / (2C) on the K - 1 free
+    classes' weights (for K = 2 the binary ridge), `sample` is for binary targets only."""
+
+    def _group_size(self, Z: np.ndarray, idx: np.ndarray) -> int:
+        return max(1, FIT_BYTES // (8 * idx.shape[1] * (Z.shape[1] + 1)))
+
+    def fit_batch(
+        self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray | None = None
+    ) -> BatchFit:
+        K = n_classes(y)
+        if self.separable == "sample" and K > 2:
+            raise UserError(
+                f"models: logistic_regression: separable: sample is for binary targets only "
+                f"(this one has {K} classes); use separable: max_margin or ridge"
+            )
+        if keys is None:
+            keys = np.zeros(idx.shape[0], dtype=np.uint64)
+        size = max(1, self._group_size(Z, idx) // max(1, K - 1))
+        return self._in_groups(Z, y, idx, keys, size=size)
+
+    def _fit_group(
+        self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray
+    ) -> BatchFit:
+        X, yt, K = design(Z, idx), y[idx], n_classes(y)
+        V, separating = newton_softmax(
+            X, yt, K, TINY_RIDGE, self.max_iter, self.tol, stop_if_separating=True
+        )
+        separable, solutions = decide(X, yt, K, V, separating)
+        chosen = np.flatnonzero(separable)
+        if chosen.size and self.separable == "ridge":
+            V[chosen] = newton_softmax(X[chosen], yt[chosen], K, 1.0 / self.C, self.max_iter)[0]
+        elif chosen.size and self.separable == "max_margin":
+            for s in chosen:
+                W = solutions[s]
+                if W is None:
+                    W = hyperplanes.max_margin(constraint_rows(X[s], yt[s], K))[1].reshape(K, -1)
+                V[s] = W[1:] - W[0]
+        elif chosen.size:  # sample, K = 2: the binary version space, reference-coded
+            rows = hyperplanes.signed_rows(Z[idx[chosen]], yt[chosen])
+            start = np.stack([_binary_start(V[s, 0], solutions[s]) for s in chosen])
+            V[chosen, 0] = hyperplanes.sample_version_space(
+                rows, start, self.mcmc_iterations, keys[chosen]
+            )
+        coef = np.concatenate([np.zeros((len(idx), 1, X.shape[2])), V], axis=1)
+        return BatchFit(coef[:, :, :-1], coef[:, :, -1], separable)
+
+
+def _binary_start(v: np.ndarray, solution: np.ndarray | None) -> np.ndarray:
+    """A separating start for the sampler: the separating Newton iterate, or the LP's W."""
+    return v if solution is None else solution[1] - solution[0]
+
+
+__all__ = ["MultiLogisticRegression", "constraint_rows", "decide", "newton_softmax"]

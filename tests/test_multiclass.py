@@ -1,0 +1,385 @@
+"""K-class targets: each model against an independent computation (scikit-learn where it fits
+the same model, a closed form or scipy where it does not), the separability decisions against
+an LP written with scipy alone, K = 2 against the binary models, the argmax scoring and the
+stratified K-class splits' invariants.
+
+Data are small and synthetic; X = [continuous columns | integer codes of discrete columns].
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.optimize import linprog, minimize
+from sklearn.covariance import EmpiricalCovariance
+from sklearn.discriminant_analysis import LinearDiscriminantAnalysis as SkLDA
+from sklearn.linear_model import LogisticRegression as SkLR
+from sklearn.naive_bayes import CategoricalNB, GaussianNB
+
+from genvdis import multisplits, splits, streams
+from genvdis.errors import UserError
+from genvdis.models import LDA, LogisticRegression, NaiveBayes
+from genvdis.multiclass import MultiLDA, MultiNaiveBayes, count_errors
+from genvdis.preprocessing import FeatureLayout
+from genvdis.softmax import MultiLogisticRegression, constraint_rows
+
+LEVELS = (3, 4, 2)
+
+
+def _discrete(rng: np.random.Generator, n: int) -> np.ndarray:
+    return np.column_stack([rng.integers(0, k, n) for k in LEVELS]).astype(float)
+
+
+def _softmax_labels(rng: np.random.Generator, scores: np.ndarray) -> np.ndarray:
+    """Labels drawn from a softmax model on `scores` (n, K): overlapping classes."""
+    p = np.exp(scores - scores.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    return (rng.uniform(size=(len(p), 1)) > np.cumsum(p, axis=1)).sum(axis=1)
+
+
+def _three_class(seed: int = 0, n: int = 300) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    scores = np.column_stack([np.zeros(n), 1.5 * X[:, 0], X[:, 1] - X[:, 2]])
+    return X, _softmax_labels(rng, scores)
+
+
+# --- naive Bayes ---------------------------------------------------------------------------------
+
+
+def test_discrete_naive_bayes_matches_categorical_nb():
+    """Laplace l on every conditional (min_categories: an unseen level still counts) and on
+    the class prior: class c's score against class 0 is scikit-learn's joint log-likelihood
+    difference, for 4 classes."""
+    rng = np.random.default_rng(1)
+    X = _discrete(rng, 200)
+    y = _softmax_labels(rng, np.column_stack([X[:, 0], X[:, 1], -X[:, 0], X[:, 2]]))
+    train = X[:, 1] != 3  # level 3 of attribute 1 is only seen at test time
+    Xtr, ytr = X[train], y[train]
+    counts = np.bincount(ytr, minlength=4)
+    assert counts.min() > 0 and (~train).sum() > 5
+    ours = MultiNaiveBayes(FeatureLayout(0, LEVELS), laplace=0.5).fit(Xtr, ytr)
+    prior = (counts + 0.5) / (len(ytr) + 4 * 0.5)
+    ref = CategoricalNB(alpha=0.5, min_categories=np.array(LEVELS), class_prior=prior)
+    joint = ref.fit(Xtr.astype(int), ytr).predict_joint_log_proba(X.astype(int))
+    scores = ours.decision_function(X)
+    np.testing.assert_allclose(scores, joint - joint[:, :1], atol=1e-10)
+    np.testing.assert_array_equal(ours.predict(X), ref.predict(X.astype(int)))
+
+
+def _pooled_gaussian_scores(Xtr: np.ndarray, ytr: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """Shared-variance Gaussian naive Bayes by hand: log prior + sum of Gaussian log
+    densities with class means and the variance pooled over classes (ML)."""
+    K = ytr.max() + 1
+    means = np.array([Xtr[ytr == c].mean(axis=0) for c in range(K)])
+    var = ((Xtr - means[ytr]) ** 2).mean(axis=0)
+    log_prior = np.log(np.bincount(ytr) / len(ytr))
+    log_density = -((X[:, None, :] - means[None]) ** 2) / (2 * var) - 0.5 * np.log(2 * np.pi * var)
+    joint = log_prior + log_density.sum(axis=2)
+    return joint - joint[:, :1]
+
+
+def test_gaussian_naive_bayes_matches_its_closed_form():
+    X, y = _three_class(2)
+    ours = MultiNaiveBayes(FeatureLayout(3), var_smoothing=0.0).fit(X[:150], y[:150])
+    expected = _pooled_gaussian_scores(X[:150], y[:150], X)
+    np.testing.assert_allclose(ours.decision_function(X), expected, rtol=1e-9, atol=1e-9)
+
+
+def test_gaussian_naive_bayes_is_gaussiannb_when_class_variances_agree():
+    """Where every class has the same per-feature variance (each class is a shifted copy of
+    one point cloud) scikit-learn's class-specific variances are the pooled one."""
+    rng = np.random.default_rng(3)
+    cloud = rng.normal(size=(40, 4))
+    shifts = rng.normal(scale=1.5, size=(3, 4))
+    X = np.vstack([cloud + shift for shift in shifts])
+    y = np.repeat(np.arange(3), 40)
+    ours = MultiNaiveBayes(FeatureLayout(4), var_smoothing=0.0).fit(X, y)
+    ref = GaussianNB(var_smoothing=0.0).fit(X, y)
+    Xtest = rng.normal(scale=2.0, size=(200, 4))
+    joint = ref.predict_joint_log_proba(Xtest)
+    np.testing.assert_allclose(ours.decision_function(Xtest), joint - joint[:, :1], atol=1e-8)
+    np.testing.assert_array_equal(ours.predict(Xtest), ref.predict(Xtest))
+
+
+# --- LDA -----------------------------------------------------------------------------------------
+
+
+class _Regularised(EmpiricalCovariance):
+    """The ML covariance plus epsilon on the diagonal (genvdis's LDA regularisation)."""
+
+    def __init__(self, epsilon: float = 0.0) -> None:
+        super().__init__()
+        self.epsilon = epsilon
+
+    def fit(self, X, y=None):
+        super().fit(X)
+        self.covariance_ = self.covariance_ + self.epsilon * np.eye(X.shape[1])
+        return self
+
+
+@pytest.mark.parametrize("epsilon", [0.0, 0.3])
+def test_lda_matches_scikit_learn(epsilon):
+    """sklearn weights each class's covariance by its prior: with epsilon added to each it is
+    the pooled covariance plus epsilon I, genvdis's."""
+    X, y = _three_class(4)
+    ours = MultiLDA(FeatureLayout(3), epsilon=epsilon).fit(X[:120], y[:120])
+    ref = SkLDA(solver="lsqr", covariance_estimator=_Regularised(epsilon)).fit(X[:120], y[:120])
+    decision = ref.decision_function(X)
+    np.testing.assert_allclose(ours.decision_function(X), decision - decision[:, :1], atol=1e-9)
+    np.testing.assert_array_equal(ours.predict(X), ref.predict(X))
+
+
+def test_lda_with_a_singular_covariance_names_epsilon():
+    X = np.column_stack([np.arange(9.0) % 3, np.arange(9.0) % 3])  # collinear
+    with pytest.raises(UserError, match=r"^models: lda \(epsilon 0\).*larger epsilon"):
+        MultiLDA(FeatureLayout(2), epsilon=0.0).fit(X, np.arange(9) % 3)
+
+
+# --- multinomial logistic regression -------------------------------------------------------------
+
+
+def test_softmax_matches_unpenalised_multinomial_scikit_learn():
+    """On non-separable training sets, the maximum-likelihood fit: sklearn's coefficients
+    differenced against class 0 (its parametrisation has one free shift) to ~1e-5, and the
+    same predictions."""
+    X, y = _three_class(5, 400)
+    rng = np.random.default_rng(5)
+    idx = np.sort(np.stack([rng.choice(400, 150, replace=False) for _ in range(6)]), axis=1)
+    model = MultiLogisticRegression(FeatureLayout(3), separable="max_margin")
+    fit = model.fit_batch(X, y, idx)
+    assert not fit.separable.any()
+    for s in range(len(idx)):
+        ref = SkLR(C=np.inf, tol=1e-12, max_iter=10_000).fit(X[idx[s]], y[idx[s]])
+        np.testing.assert_allclose(fit.coef[s], ref.coef_ - ref.coef_[0], atol=1e-5)
+        np.testing.assert_allclose(fit.intercept[s], ref.intercept_ - ref.intercept_[0], atol=1e-5)
+        scores = X @ fit.coef[s].T + fit.intercept[s]
+        np.testing.assert_array_equal(np.argmax(scores, axis=1), ref.predict(X))
+
+
+def test_ridge_minimises_its_objective():
+    """separable: ridge on a separable set: the minimiser of the NLL + |v|^2 / (2C) on the
+    free classes' weights (not the intercepts), found here by scipy's BFGS."""
+    X = np.random.default_rng(6).normal(size=(20, 3))
+    y = np.argmax(np.column_stack([np.zeros(20), X[:, 0], X[:, 1] - X[:, 2]]), axis=1)  # separable
+    C = 0.7
+    fit = MultiLogisticRegression(FeatureLayout(3), separable="ridge", C=C).fit(X, y)
+    assert fit.separable_
+
+    def objective(flat: np.ndarray) -> float:
+        V = flat.reshape(2, 4)
+        scores = np.column_stack([np.zeros(len(y)), X @ V[:, :3].T + V[:, 3]])
+        nll = (np.log(np.exp(scores).sum(axis=1)) - scores[np.arange(len(y)), y]).sum()
+        return nll + (V[:, :3] ** 2).sum() / (2 * C)
+
+    best = minimize(objective, np.zeros(8), method="BFGS", options={"gtol": 1e-10}).x
+    ours = np.column_stack([fit.coef_[1:], fit.intercept_[1:]]).ravel()
+    np.testing.assert_allclose(ours, best, atol=1e-5)
+
+
+def _lp_margin(X: np.ndarray, y: np.ndarray, K: int) -> float:
+    """The multi-class margin written out with scipy alone: max t such that
+    (w_y - w_k) . (x, 1) / 2 >= t for every row and every other class k, |W| <= 1."""
+    X1 = np.column_stack([X, np.ones(len(X))])
+    d = X1.shape[1]
+    rows = []
+    for x, c in zip(X1, y):
+        for k in range(K):
+            if k != c:
+                a = np.zeros((K, d))
+                a[c], a[k] = x / 2, -x / 2
+                rows.append(np.append(-a.ravel(), 1.0))
+    objective = np.zeros(K * d + 1)
+    objective[-1] = -1.0
+    bounds = [(-1, 1)] * (K * d) + [(0, 1)]
+    return -linprog(objective, A_ub=np.array(rows), b_ub=np.zeros(len(rows)), bounds=bounds).fun
+
+
+def test_separable_toy_set_is_detected_and_an_overlapping_one_is_not():
+    """Three corners of a triangle (each class its own corner region) are separable: both
+    policies then classify every training row correctly. One more row, a class-1 point on a
+    class-0 point, makes the set inseparable."""
+    X = np.array([[0, 0], [1, 0], [0, 1], [0.1, 0.1], [0.8, 0.1], [0.1, 0.8]])
+    y = np.array([0, 1, 2, 0, 1, 2])
+    for policy in ("max_margin", "ridge"):
+        fit = MultiLogisticRegression(FeatureLayout(2), separable=policy).fit(X, y)
+        assert fit.separable_
+        np.testing.assert_array_equal(fit.predict(X), y)
+    assert _lp_margin(X, y, 3) > 1e-3
+    X2, y2 = np.vstack([X, [0.0, 0.0]]), np.append(y, 1)
+    assert not MultiLogisticRegression(FeatureLayout(2), separable="max_margin").fit(X2, y2).separable_
+    assert _lp_margin(X2, y2, 3) < 1e-9
+
+
+def test_separability_decisions_agree_with_the_lp_on_random_sets():
+    """Small sets near the separable boundary (m rows in 3-D, 3 classes): every decision is
+    the independent LP's (margins clear of the 1e-7 threshold on both sides)."""
+    rng = np.random.default_rng(7)
+    model = MultiLogisticRegression(FeatureLayout(3), separable="max_margin")
+    decided = []
+    for trial in range(40):
+        m = int(rng.integers(6, 30))
+        X = rng.normal(size=(m, 3))
+        y = np.concatenate([np.arange(3), rng.integers(0, 3, m - 3)])
+        truth = _lp_margin(X, y, 3)
+        if 1e-9 < truth < 1e-5:
+            continue
+        decided.append((model.fit(X, y).separable_, truth > 1e-7))
+    got, want = zip(*decided)
+    assert len(decided) > 30 and 5 < sum(want) < len(want) - 5
+    assert got == want
+
+
+def test_constraint_rows_give_the_binary_margin_for_two_classes():
+    """For K = 2 the rows are +-(x, 1)/2 on (w_0, w_1): with W = (-w/2, w/2) they give
+    y_signed (x, 1) . w / 2 ... = the binary constraint a_i . w scaled by 1/2 per side."""
+    rng = np.random.default_rng(8)
+    X1 = np.column_stack([rng.normal(size=(5, 2)), np.ones(5)])
+    y = np.array([0, 1, 1, 0, 1])
+    w = rng.normal(size=3)
+    A = constraint_rows(X1, y, 2)
+    signed = (2 * y - 1)[:, None] * X1
+    np.testing.assert_allclose(A @ np.concatenate([-w / 2, w / 2]), signed @ w / 2)
+
+
+def test_sample_is_refused_for_more_than_two_classes():
+    X, y = _three_class(9, 30)
+    with pytest.raises(UserError, match=r"^models: logistic_regression: separable: sample .*binary"):
+        MultiLogisticRegression(FeatureLayout(3)).fit(X, y)
+
+
+# --- K = 2: the binary models ------------------------------------------------------------------
+
+
+def _binary_mixed(seed: int, n: int = 200) -> tuple[np.ndarray, np.ndarray, FeatureLayout]:
+    rng = np.random.default_rng(seed)
+    X = np.hstack([rng.uniform(size=(n, 2)), _discrete(rng, n)])
+    score = 3 * X[:, 0] - 2 * X[:, 1] + X[:, 2] - 1
+    y = (rng.uniform(size=n) < 1 / (1 + np.exp(-score))).astype(np.int64)
+    return X, y, FeatureLayout(2, LEVELS)
+
+
+@pytest.mark.parametrize(
+    "binary, multi, params",
+    [
+        (NaiveBayes, MultiNaiveBayes, {}),
+        (LDA, MultiLDA, {}),
+        (LogisticRegression, MultiLogisticRegression, {}),
+        (LogisticRegression, MultiLogisticRegression, {"separable": "ridge", "C": 0.5}),
+    ],
+)
+@pytest.mark.parametrize("m", [12, 150])
+def test_two_classes_predict_as_the_binary_model(binary, multi, params, m):
+    """A K-class fit on a binary target has class 0's score 0 and class 1's the binary
+    log-odds (m = 12 is separable: the ridge fit is the binary one too), so it predicts the
+    same class on every row and makes the same separability decision."""
+    X, y, layout = _binary_mixed(10)
+    ones, zeros = np.flatnonzero(y == 1)[: m // 2], np.flatnonzero(y == 0)[: m - m // 2]
+    rows = np.sort(np.concatenate([ones, zeros]))
+    if m == 12 and binary is LogisticRegression and not params:
+        params = {"separable": "max_margin"}
+    ours = multi(layout, **params).fit(X[rows], y[rows])
+    ref = binary(layout, **params).fit(X[rows], y[rows])
+    assert ours.separable_ == ref.separable_ == (m == 12 and binary is LogisticRegression)
+    assert not ours.coef_[0].any() and ours.intercept_[0] == 0
+    if params.get("separable") != "max_margin":  # LP optima need not be unique
+        np.testing.assert_allclose(ours.coef_[1], ref.coef_, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(ours.predict(X), ref.predict(X))
+
+
+# --- scoring -------------------------------------------------------------------------------------
+
+
+def test_count_errors_is_the_argmax_error_with_ties_to_the_lowest_class():
+    """Against a direct loop; a classifier with all scores equal predicts class 0 everywhere,
+    one with classes 1 and 2 tied on top predicts 1."""
+    rng = np.random.default_rng(11)
+    n, K, D = 50, 3, 2
+    Z1 = np.column_stack([rng.normal(size=(n, D)), np.ones(n)])
+    y = rng.integers(0, K, n)
+    train = np.sort(np.stack([rng.choice(n, 10, replace=False) for _ in range(2)]), axis=1)
+    coef = rng.normal(size=(6, K, D + 1))
+    coef[4] = 0.0  # every score 0: class 0
+    coef[5] = 0.0
+    coef[5, 1:, -1] = 1.0  # classes 1 and 2 tied at 1: class 1
+    errors = count_errors(Z1, y, coef, train)
+    for l in range(6):  # noqa: E741
+        test = np.setdiff1d(np.arange(n), train[l % 2])
+        predicted = np.argmax(Z1[test] @ coef[l].T, axis=1)
+        assert errors[l] == (predicted != y[test]).sum()
+    test4, test5 = (np.setdiff1d(np.arange(n), train[s]) for s in (0, 1))
+    assert errors[4] == (y[test4] != 0).sum() and errors[5] == (y[test5] != 1).sum()
+    mask = np.zeros((2, n), dtype=bool)
+    mask[:, :7] = True
+    expected = [(np.argmax(Z1[:7] @ c.T, axis=1) != y[:7]).sum() for c in coef]
+    np.testing.assert_array_equal(count_errors(Z1, y, coef, train, mask), expected)
+
+
+def test_count_errors_refuses_weights_that_are_not_finite():
+    coef = np.zeros((2, 3, 2))
+    coef[1, 2, 0] = np.nan
+    with pytest.raises(ArithmeticError, match=r"classifiers \[1\]"):
+        count_errors(np.ones((4, 2)), np.zeros(4, dtype=int), coef, np.zeros((1, 1), dtype=int))
+
+
+# --- splits --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "m, sizes", [(10, (50, 30, 20)), (4, (1000, 2, 2, 2)), (7, (3, 3, 1)), (30, (10, 10, 10))]
+)
+def test_stratified_counts_are_proportional_with_one_of_each(m, sizes):
+    counts = multisplits.stratified_counts(m, sizes)
+    sizes = np.array(sizes)
+    assert counts.sum() == m and (counts >= 1).all() and (counts <= sizes).all()
+    quota = m * sizes / sizes.sum()
+    free = (counts > 1) & (counts < sizes)  # not held at a bound
+    assert (np.abs(counts - quota)[free] < 1).all()
+
+
+def test_stratified_counts_refuse_an_m_below_the_class_count():
+    with pytest.raises(UserError, match=r"^sizes: m=2 cannot hold one example of each of 3"):
+        multisplits.stratified_counts(2, (5, 5, 5))
+
+
+def _labels(sizes: tuple[int, ...], seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).permutation(np.repeat(np.arange(len(sizes)), sizes))
+
+
+@pytest.mark.parametrize("policy", ["stratified", "random"])
+def test_k_class_splits_keep_every_class_and_do_not_depend_on_the_block(policy):
+    y = _labels((60, 25, 10, 5))
+    train, _ = multisplits.draw(y, 8, seed=3, splits=range(40), policy=policy)
+    later, _ = multisplits.draw(y, 8, seed=3, splits=range(20, 40), policy=policy)
+    np.testing.assert_array_equal(train[20:], later)
+    assert (np.diff(train, axis=1) > 0).all()  # sorted, distinct
+    for row in train:
+        counts = np.bincount(y[row], minlength=4)
+        assert (counts >= 1).all()
+        if policy == "stratified":
+            np.testing.assert_array_equal(counts, multisplits.stratified_counts(8, (60, 25, 10, 5)))
+
+
+def test_k_class_fixed_test_sets_are_disjoint_from_training():
+    y = _labels((30, 20, 10))
+    train, test = multisplits.draw(y, 9, seed=1, splits=range(10), test=15)
+    assert test.shape == (10, 15)
+    for a, b in zip(train, test):
+        assert not set(a) & set(b) and len(set(b)) == 15
+
+
+def test_two_class_draws_are_the_binary_splits():
+    """With the binary counts, the K-class kernel consumes each split's stream as `splits`
+    does: the same training and test rows."""
+    y = _labels((70, 30), seed=2)
+    for m, test, stratified in ((10, 0, True), (25, 40, True), (10, 0, False)):
+        k0, _ = splits._stratified_counts(m, (70, 30))
+        keys = streams.stream_keys(5, m, range(30), stream=0)
+        negatives, positives = np.flatnonzero(y == 0), np.flatnonzero(y == 1)
+        binary = splits._draw_rows(keys, y, negatives, positives, k0, m, stratified, test)
+        members = np.concatenate([negatives, positives])
+        starts = np.array([0, 70, 100])
+        counts = np.array([k0, m - k0])
+        ours = multisplits.draw_rows(keys, y, members, starts, counts, m, stratified, test)
+        np.testing.assert_array_equal(ours[0], binary[0])
+        np.testing.assert_array_equal(ours[1], binary[1])
