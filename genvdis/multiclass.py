@@ -24,7 +24,6 @@ import numpy as np
 from genvdis import streams
 from genvdis.errors import UserError
 from genvdis.models import LDA, BatchFit, LinearModel, NaiveBayes
-from genvdis.preprocessing import FeatureLayout
 
 SCORE_BYTES = 32 * 2**20  # scores (rows x splits x classes) computed at once when scoring
 

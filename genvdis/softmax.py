@@ -86,7 +86,7 @@ def _solve(H: np.ndarray, g: np.ndarray) -> np.ndarray:
     try:
         return np.linalg.solve(H, g[..., None])[..., 0]
     except np.linalg.LinAlgError:
-        return np.stack([np.linalg.lstsq(h, b, rcond=None)[0] for h, b in zip(H, g)])
+        return np.stack([np.linalg.lstsq(h, b, rcond=None)[0] for h, b in zip(H, g, strict=True)])
 
 
 def newton_softmax(
@@ -178,7 +178,10 @@ def decide(
     P = _loss(X, y, V, np.zeros(X.shape[2]))[1]
     for s in range(len(X)):
         A = constraint_rows(X[s], y[s], K)
-        if separating[s] and hyperplanes.margin_of(A, centred(V[s]).ravel()) > hyperplanes.MARGIN_TOL:
+        if (
+            separating[s]
+            and hyperplanes.margin_of(A, centred(V[s]).ravel()) > hyperplanes.MARGIN_TOL
+        ):
             separable[s] = True
             continue
         bound = hyperplanes.margin_bound(A, wrong_class_weights(P[s], y[s]))

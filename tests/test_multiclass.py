@@ -183,7 +183,7 @@ def _lp_margin(X: np.ndarray, y: np.ndarray, K: int) -> float:
     X1 = np.column_stack([X, np.ones(len(X))])
     d = X1.shape[1]
     rows = []
-    for x, c in zip(X1, y):
+    for x, c in zip(X1, y, strict=True):
         for k in range(K):
             if k != c:
                 a = np.zeros((K, d))
@@ -207,7 +207,9 @@ def test_separable_toy_set_is_detected_and_an_overlapping_one_is_not():
         np.testing.assert_array_equal(fit.predict(X), y)
     assert _lp_margin(X, y, 3) > 1e-3
     X2, y2 = np.vstack([X, [0.0, 0.0]]), np.append(y, 1)
-    assert not MultiLogisticRegression(FeatureLayout(2), separable="max_margin").fit(X2, y2).separable_
+    assert (
+        not MultiLogisticRegression(FeatureLayout(2), separable="max_margin").fit(X2, y2).separable_
+    )
     assert _lp_margin(X2, y2, 3) < 1e-9
 
 
@@ -217,7 +219,7 @@ def test_separability_decisions_agree_with_the_lp_on_random_sets():
     rng = np.random.default_rng(7)
     model = MultiLogisticRegression(FeatureLayout(3), separable="max_margin")
     decided = []
-    for trial in range(40):
+    for _trial in range(40):
         m = int(rng.integers(6, 30))
         X = rng.normal(size=(m, 3))
         y = np.concatenate([np.arange(3), rng.integers(0, 3, m - 3)])
@@ -225,7 +227,7 @@ def test_separability_decisions_agree_with_the_lp_on_random_sets():
         if 1e-9 < truth < 1e-5:
             continue
         decided.append((model.fit(X, y).separable_, truth > 1e-7))
-    got, want = zip(*decided)
+    got, want = zip(*decided, strict=True)
     assert len(decided) > 30 and 5 < sum(want) < len(want) - 5
     assert got == want
 
@@ -244,7 +246,9 @@ def test_constraint_rows_give_the_binary_margin_for_two_classes():
 
 def test_sample_is_refused_for_more_than_two_classes():
     X, y = _three_class(9, 30)
-    with pytest.raises(UserError, match=r"^models: logistic_regression: separable: sample .*binary"):
+    with pytest.raises(
+        UserError, match=r"^models: logistic_regression: separable: sample .*binary"
+    ):
         MultiLogisticRegression(FeatureLayout(3)).fit(X, y)
 
 
@@ -364,7 +368,7 @@ def test_k_class_fixed_test_sets_are_disjoint_from_training():
     y = _labels((30, 20, 10))
     train, test = multisplits.draw(y, 9, seed=1, splits=range(10), test=15)
     assert test.shape == (10, 15)
-    for a, b in zip(train, test):
+    for a, b in zip(train, test, strict=True):
         assert not set(a) & set(b) and len(set(b)) == 15
 
 
