@@ -1,4 +1,5 @@
-"""Random train/test splits, each a pure function of (seed, m, split index).
+"""Random train/test splits, each a pure function of (seed, m, split index), for two or
+more classes (labels 0..K-1).
 
 Because split s at size m depends on nothing else, results do not depend on how splits are
 grouped into tasks, on the number of workers, or on the order tasks finish in; and every model
@@ -15,11 +16,11 @@ from genvdis import streams
 from genvdis.errors import UserError
 
 
-def check_size(m: int, class_counts: tuple[int, int], test: str | int) -> None:
+def check_size(m: int, class_counts: tuple[int, ...], test: str | int) -> None:
     """An m that cannot hold one example of each class and leave a test set is a user error."""
     n = sum(class_counts)
     n_test = n - m if test == "rest" else test
-    if m < 2:
+    if m < max(2, len(class_counts)):
         raise UserError(f"sizes: m={m} cannot hold one example of each class")
     if m >= n or n_test < 1 or m + n_test > n:
         raise UserError(
@@ -37,6 +38,23 @@ def _stratified_counts(m: int, class_counts: tuple[int, int]) -> tuple[int, int]
     if k0 > n0:
         k0, k1 = n0, m - n0
     return k0, k1
+
+
+def _stratified_class_counts(m: int, class_counts: tuple[int, ...] | np.ndarray) -> np.ndarray:
+    """Training rows per class (K,): m n_c / n rounded by largest remainder (ties to the lower
+    class), at least 1 of each class and at most the class's size."""
+    sizes = np.asarray(class_counts, dtype=np.int64)
+    if m < sizes.size or m > sizes.sum():
+        raise UserError(f"sizes: m={m} cannot hold one example of each of {sizes.size} classes")
+    quota = m * sizes / sizes.sum()
+    counts = np.clip(np.floor(quota).astype(np.int64), 1, sizes)
+    while counts.sum() < m:  # the classes furthest below their quota (with rows left) gain
+        room = np.where(counts < sizes, quota - counts, -np.inf)
+        counts[np.argmax(room)] += 1
+    while counts.sum() > m:  # the classes furthest above it (with more than 1) give back
+        excess = np.where(counts > 1, counts - quota, -np.inf)
+        counts[np.argmax(excess)] -= 1
+    return counts
 
 
 @streams.jit
@@ -59,21 +77,22 @@ def _sort_by_bitmap(rows: np.ndarray, bits: np.ndarray) -> None:
 
 @streams.jit
 def _draw_rows(
-    keys: np.ndarray, y: np.ndarray, negatives: np.ndarray, positives: np.ndarray, k0: int,
-    m: int, stratified: bool, n_test: int,
+    keys: np.ndarray, y: np.ndarray, members: np.ndarray, starts: np.ndarray,
+    counts: np.ndarray, m: int, stratified: bool, n_test: int,
 ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """Sorted training rows (S, m) and, if n_test > 0, sorted test rows (S, n_test).
 
-    Stratified: k0 negatives, then m - k0 positives, each a uniform subset of its class.
-    Otherwise: a uniform m-subset of all rows, redrawn until it holds both classes.
-    A fixed-size test set is then a uniform subset of the rows left over."""
-    n = y.size
-    S = keys.size
+    members: the rows sorted by class, class c's at members[starts[c]:starts[c + 1]].
+    Stratified: counts[c] rows of each class c, in class order. Otherwise: a uniform m-subset
+    of all rows, redrawn until it holds every class. A fixed-size test set is then a uniform
+    subset of the rows left over."""
+    n, K, S = y.size, counts.size, keys.size
     train = np.empty((S, m), dtype=np.int64)
     test = np.empty((S, max(n_test, 0)), dtype=np.int64)
     taken = np.zeros(n, dtype=np.bool_)
     picked = np.empty(max(n, 1), dtype=np.int64)
     in_train = np.zeros(n, dtype=np.bool_)
+    seen = np.zeros(K, dtype=np.bool_)
     rest = np.empty(n, dtype=np.int64)
     state = np.empty(1, dtype=np.uint64)
     by_bitmap = m * 512 > n  # a sort is cheaper only for m below ~n / 512
@@ -82,19 +101,20 @@ def _draw_rows(
         state[0] = keys[s]
         row = train[s]
         if stratified:
-            streams.sample_without_replacement(state, negatives.size, k0, picked, taken)
-            for i in range(k0):
-                row[i] = negatives[picked[i]]
-            streams.sample_without_replacement(state, positives.size, m - k0, picked, taken)
-            for i in range(m - k0):
-                row[k0 + i] = positives[picked[i]]
+            at = 0
+            for c in range(K):
+                size = starts[c + 1] - starts[c]
+                streams.sample_without_replacement(state, size, counts[c], picked, taken)
+                for i in range(counts[c]):
+                    row[at + i] = members[starts[c] + picked[i]]
+                at += counts[c]
         else:
             while True:
                 streams.sample_without_replacement(state, n, m, picked, taken)
-                n1 = 0
+                seen[:] = False
                 for i in range(m):
-                    n1 += y[picked[i]]
-                if 0 < n1 < m:
+                    seen[y[picked[i]]] = True
+                if seen.all():
                     break
             row[:] = picked[:m]
         if by_bitmap:
@@ -103,14 +123,14 @@ def _draw_rows(
             row.sort()
         if n_test > 0:
             for i in range(m):
-                in_train[train[s, i]] = True
+                in_train[row[i]] = True
             n_rest = 0
             for r in range(n):
                 if not in_train[r]:
                     rest[n_rest] = r
                     n_rest += 1
             for i in range(m):
-                in_train[train[s, i]] = False
+                in_train[row[i]] = False
             streams.sample_without_replacement(state, n_rest, n_test, picked, taken)
             for i in range(n_test):
                 test[s, i] = rest[picked[i]]
@@ -122,11 +142,17 @@ def _draw(
     y: np.ndarray, m: int, seed: int, splits: range, policy: str, test: str | int
 ) -> tuple[np.ndarray, np.ndarray]:
     y = np.asarray(y, dtype=np.int64)
-    negatives, positives = np.flatnonzero(y == 0), np.flatnonzero(y == 1)
-    k0, _ = _stratified_counts(m, (negatives.size, positives.size))
+    sizes = np.bincount(y)
+    if sizes.size == 2:  # the binary counts, as they always were
+        k0, _ = _stratified_counts(m, (int(sizes[0]), int(sizes[1])))
+        counts = np.array([k0, m - k0], dtype=np.int64)
+    else:
+        counts = _stratified_class_counts(m, sizes)
+    members = np.argsort(y, kind="stable")  # each class's rows, in order
+    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     keys = streams.stream_keys(seed, m, splits, stream=0)
     n_test = 0 if test == "rest" else int(test)
-    return _draw_rows(keys, y, negatives, positives, k0, m, policy == "stratified", n_test)
+    return _draw_rows(keys, y, members, starts, counts, m, policy == "stratified", n_test)
 
 
 def draw_split(

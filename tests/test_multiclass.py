@@ -8,6 +8,8 @@ Data are small and synthetic; X = [continuous columns | integer codes of discret
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 import pytest
 from scipy.optimize import linprog, minimize
@@ -16,7 +18,7 @@ from sklearn.discriminant_analysis import LinearDiscriminantAnalysis as SkLDA
 from sklearn.linear_model import LogisticRegression as SkLR
 from sklearn.naive_bayes import CategoricalNB, GaussianNB
 
-from genvdis import multisplits, splits, streams
+from genvdis import splits
 from genvdis.errors import UserError
 from genvdis.models import LDA, LogisticRegression, NaiveBayes
 from genvdis.multiclass import MultiLDA, MultiNaiveBayes, count_errors
@@ -333,7 +335,7 @@ def test_count_errors_refuses_weights_that_are_not_finite():
     "m, sizes", [(10, (50, 30, 20)), (4, (1000, 2, 2, 2)), (7, (3, 3, 1)), (30, (10, 10, 10))]
 )
 def test_stratified_counts_are_proportional_with_one_of_each(m, sizes):
-    counts = multisplits.stratified_counts(m, sizes)
+    counts = splits._stratified_class_counts(m, sizes)
     sizes = np.array(sizes)
     assert counts.sum() == m and (counts >= 1).all() and (counts <= sizes).all()
     quota = m * sizes / sizes.sum()
@@ -343,7 +345,7 @@ def test_stratified_counts_are_proportional_with_one_of_each(m, sizes):
 
 def test_stratified_counts_refuse_an_m_below_the_class_count():
     with pytest.raises(UserError, match=r"^sizes: m=2 cannot hold one example of each of 3"):
-        multisplits.stratified_counts(2, (5, 5, 5))
+        splits._stratified_class_counts(2, (5, 5, 5))
 
 
 def _labels(sizes: tuple[int, ...], seed: int = 0) -> np.ndarray:
@@ -353,37 +355,39 @@ def _labels(sizes: tuple[int, ...], seed: int = 0) -> np.ndarray:
 @pytest.mark.parametrize("policy", ["stratified", "random"])
 def test_k_class_splits_keep_every_class_and_do_not_depend_on_the_block(policy):
     y = _labels((60, 25, 10, 5))
-    train, _ = multisplits.draw(y, 8, seed=3, splits=range(40), policy=policy)
-    later, _ = multisplits.draw(y, 8, seed=3, splits=range(20, 40), policy=policy)
+    train = splits.draw_training_block(y, 8, 3, range(40), policy)
+    later = splits.draw_training_block(y, 8, 3, range(20, 40), policy)
     np.testing.assert_array_equal(train[20:], later)
     assert (np.diff(train, axis=1) > 0).all()  # sorted, distinct
     for row in train:
         counts = np.bincount(y[row], minlength=4)
         assert (counts >= 1).all()
         if policy == "stratified":
-            np.testing.assert_array_equal(counts, multisplits.stratified_counts(8, (60, 25, 10, 5)))
+            np.testing.assert_array_equal(
+                counts, splits._stratified_class_counts(8, (60, 25, 10, 5))
+            )
 
 
 def test_k_class_fixed_test_sets_are_disjoint_from_training():
     y = _labels((30, 20, 10))
-    train, test = multisplits.draw(y, 9, seed=1, splits=range(10), test=15)
-    assert test.shape == (10, 15)
-    for a, b in zip(train, test, strict=True):
-        assert not set(a) & set(b) and len(set(b)) == 15
+    for split in range(10):
+        train, test = splits.draw_split(y, 9, seed=1, split=split, test=15)
+        assert len(test) == 15 and not set(train) & set(test)
+        assert (np.bincount(y[train], minlength=3) >= 1).all()
 
 
-def test_two_class_draws_are_the_binary_splits():
-    """With the binary counts, the K-class kernel consumes each split's stream as `splits`
-    does: the same training and test rows."""
-    y = _labels((70, 30), seed=2)
-    for m, test, stratified in ((10, 0, True), (25, 40, True), (10, 0, False)):
-        k0, _ = splits._stratified_counts(m, (70, 30))
-        keys = streams.stream_keys(5, m, range(30), stream=0)
-        negatives, positives = np.flatnonzero(y == 0), np.flatnonzero(y == 1)
-        binary = splits._draw_rows(keys, y, negatives, positives, k0, m, stratified, test)
-        members = np.concatenate([negatives, positives])
-        starts = np.array([0, 70, 100])
-        counts = np.array([k0, m - k0])
-        ours = multisplits.draw_rows(keys, y, members, starts, counts, m, stratified, test)
-        np.testing.assert_array_equal(ours[0], binary[0])
-        np.testing.assert_array_equal(ours[1], binary[1])
+def test_two_class_draws_are_the_binary_splits_of_version_0_4():
+    """The K-class kernel draws binary splits as genvdis 0.4 did (its binary-only kernel gave
+    this digest): binary results stay byte-identical."""
+    y = np.random.default_rng(2).permutation(np.repeat([0, 1], [70, 30]))
+    digest = hashlib.sha256()
+    for m, test, policy in (
+        (10, "rest", "stratified"), (25, 40, "stratified"), (10, "rest", "random"),
+        (60, 20, "random"), (90, "rest", "stratified"),
+    ):  # fmt: skip
+        train, mask = splits.draw_block(y, m, 5, range(3, 40), policy, test)
+        digest.update(train.tobytes())
+        digest.update(mask.tobytes())
+    assert digest.hexdigest() == (
+        "2e5fd4acf549015b46c584c789064c141dbd48fe38f82dafc636ba76acb7f071"
+    )
