@@ -19,6 +19,7 @@ from pydantic import (
     PrivateAttr,
     ValidationError,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -147,12 +148,14 @@ class Threshold(StrictModel):
 
 
 class TargetSpec(StrictModel):
-    """How the dataset's labels become the two classes (positive = 1, negative = 0)."""
+    """How the dataset's labels become the two classes (positive = 1, negative = 0), or with
+    `classes` K classes coded 0..K-1 (`preprocessing.make_labels` says in which order)."""
 
     column: str | None = None
     positive: list[str] | None = None
     negative: list[str] | None = None
     threshold: Threshold | None = None
+    classes: Literal["all"] | list[list[str]] | None = None
 
     @field_validator("positive", "negative", mode="before")
     @classmethod
@@ -165,15 +168,40 @@ class TargetSpec(StrictModel):
             raise ValueError("give at least one label")
         return [str(v) for v in value]
 
+    @field_validator("classes", mode="before")
+    @classmethod
+    def _as_groups(cls, value: Any) -> Any:
+        """A list of class groups, each a label or a list of labels (compared as text)."""
+        if not isinstance(value, list):
+            return value
+        groups = [[str(v) for v in g] if isinstance(g, list) else [str(g)] for g in value]
+        if len(groups) < 2 or not all(groups):
+            raise ValueError("'classes' lists at least two classes, each at least one label")
+        labels = [label for group in groups for label in group]
+        twice = sorted({label for label in labels if labels.count(label) > 1})
+        if twice:
+            raise ValueError(f"label '{twice[0]}' is in more than one class")
+        return groups
+
     @model_validator(mode="after")
     def _one_rule(self) -> TargetSpec:
-        if (self.positive is None) == (self.threshold is None):
-            raise ValueError("give exactly one of 'positive' (labels) or 'threshold'")
-        if self.threshold is not None and self.negative is not None:
-            raise ValueError("'negative' goes with 'positive', not with 'threshold'")
+        rules = [self.positive, self.threshold, self.classes]
+        if sum(rule is not None for rule in rules) != 1:
+            raise ValueError("give exactly one of 'positive' (labels), 'threshold' or 'classes'")
+        if self.negative is not None and self.positive is None:
+            raise ValueError("'negative' goes with 'positive', not with 'threshold' or 'classes'")
         if self.positive and self.negative and set(self.positive) & set(self.negative):
             raise ValueError("a label cannot be both positive and negative")
         return self
+
+    @model_serializer(mode="wrap")
+    def _binary_as_before(self, handler: Any) -> dict[str, Any]:
+        """A binary target is written without `classes`, as before it existed: its resolved
+        config, fingerprint and results stay byte-identical."""
+        data = handler(self)
+        if self.classes is None:
+            data.pop("classes", None)
+        return data
 
 
 class Preprocessing(StrictModel):

@@ -22,7 +22,17 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import ThreadpoolController
 
-from genvdis import __version__, backends, datasets, planning, results, runlock, splits, streams
+from genvdis import (
+    __version__,
+    backends,
+    datasets,
+    multiclass,
+    planning,
+    results,
+    runlock,
+    splits,
+    streams,
+)  # fmt: skip
 from genvdis.config import ExperimentConfig, FileDataset, SyntheticSource
 from genvdis.errors import UserError
 from genvdis.models import BatchFit, LinearModel, build_model
@@ -118,14 +128,15 @@ class EncodedData:
         )  # fmt: skip
 
     def as_onehot(self, fit: BatchFit, reference_coding: bool) -> np.ndarray:
-        """(S, D + 1) coefficients on the one-hot columns, then the intercept: a reference-
-        coded classifier is the one-hot one with weight 0 on each dropped level."""
-        coef = np.zeros((fit.coef.shape[0], self.width))
+        """(S, D + 1) coefficients on the one-hot columns, then the intercept, or (S, K, D + 1)
+        for K-class scores: a reference-coded classifier is the one-hot one with weight 0 on
+        each dropped level."""
+        coef = np.zeros(fit.coef.shape[:-1] + (self.width,))
         if reference_coding:
-            coef[:, self.reference_columns] = fit.coef
+            coef[..., self.reference_columns] = fit.coef
         else:
-            coef[:, :-1] = fit.coef
-        coef[:, -1] = fit.intercept
+            coef[..., :-1] = fit.coef
+        coef[..., -1] = fit.intercept
         return coef
 
 
@@ -388,7 +399,11 @@ def run_block(
             data.as_onehot(fit, model.reference_coding)
             for fit, model in zip(fits, models, strict=True)
         ]
-        errors = count_errors(data, np.vstack(classifiers), train, test_mask)
+        if isinstance(models[0], multiclass.MultiModel):  # K classes: argmax of the scores
+            rows = np.column_stack([data.onehot, np.ones(len(data.y))])
+            errors = multiclass.count_errors(rows, data.y, np.vstack(classifiers), train, test_mask)
+        else:
+            errors = count_errors(data, np.vstack(classifiers), train, test_mask)
         errors = errors.reshape(len(models), S)
     return pd.DataFrame(
         {
@@ -405,7 +420,7 @@ def run_block(
 
 def resolve(config: ExperimentConfig, data: PreparedData) -> dict:
     """The config as run, with what produced it: version, data checksums, sizes."""
-    n0, n1 = data.class_counts
+    counts = data.class_counts
     return {
         **config.model_dump(mode="json"),
         "sizes": config.size_grid,
@@ -414,7 +429,9 @@ def resolve(config: ExperimentConfig, data: PreparedData) -> dict:
         "data_checksums": data.checksums,
         "data_source": data.source,
         "n_rows": data.n_rows,
-        "class_counts": {"negative": n0, "positive": n1},
+        "class_counts": dict(zip(data.class_names, counts, strict=True))
+        if data.class_names
+        else {"negative": counts[0], "positive": counts[1]},
         "features": {
             "continuous": data.layout.n_continuous,
             "discrete": data.layout.n_discrete,
@@ -468,7 +485,11 @@ def run_experiment(
     workers = jobs if scheduler else backends.worker_count(jobs, plan.count, force)
     names = [spec.name for spec in config.models]
     planning.check(planning.Workload(plan, width, data.n_rows, names, workers), force, config.name)
-    models = [build_model(spec, data.layout) for spec in config.models]
+    K = len(data.class_counts)
+    models = [
+        build_model(spec, data.layout) if K == 2 else multiclass.build_model(spec, data.layout, K)
+        for spec in config.models
+    ]
     resolved = resolve(config, data)
     resolved["splits_per_block"] = plan.first_blocks()
     resolved["fingerprint"] = results.fingerprint(resolved)

@@ -261,18 +261,24 @@ class LDA(LinearModel):
         mu0, mu1, centred = _class_means(Zt, yt, n0, n1)
         cov = np.einsum("smd,sme->sde", centred, centred) / Zt.shape[1]
         cov += self.epsilon * np.eye(Z.shape[1])
+        coef = self._solve(cov, (mu1 - mu0)[..., None], idx.shape[1])[..., 0]
+        intercept = -0.5 * np.einsum("sd,sd->s", mu1 + mu0, coef) + np.log(n1 / n0)
+        return BatchFit(coef, intercept, np.zeros(idx.shape[0], dtype=bool))
+
+    def _solve(self, cov: np.ndarray, gaps: np.ndarray, m: int) -> np.ndarray:
+        """cov^-1 gaps for each split (gaps (S, D, k)); a user error where epsilon is too
+        small to make a covariance invertible."""
         try:
-            coef = np.linalg.solve(cov, (mu1 - mu0)[..., None])[..., 0]
+            coef = np.linalg.solve(cov, gaps)
         except np.linalg.LinAlgError:
             coef = None
-        if coef is None or not np.isfinite(coef).all():  # epsilon too small to regularise
+        if coef is None or not np.isfinite(coef).all():
             raise UserError(
-                f"models: lda (epsilon {self.epsilon:g}): a training set of m={idx.shape[1]} "
+                f"models: lda (epsilon {self.epsilon:g}): a training set of m={m} "
                 "has a singular covariance (collinear or constant attributes); give lda a "
                 "larger epsilon (default 1e-4)"
             )
-        intercept = -0.5 * np.einsum("sd,sd->s", mu1 + mu0, coef) + np.log(n1 / n0)
-        return BatchFit(coef, intercept, np.zeros(idx.shape[0], dtype=bool))
+        return coef
 
 
 @streams.jit

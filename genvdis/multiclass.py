@@ -22,8 +22,8 @@ from __future__ import annotations
 import numpy as np
 
 from genvdis import streams
-from genvdis.errors import UserError
 from genvdis.models import LDA, BatchFit, LinearModel, NaiveBayes
+from genvdis.preprocessing import FeatureLayout
 
 SCORE_BYTES = 32 * 2**20  # scores (rows x splits x classes) computed at once when scoring
 
@@ -146,12 +146,7 @@ class MultiLDA(MultiModel, LDA):
         cov = np.einsum("smd,sme->sde", centred, centred) / Zt.shape[1]
         cov += self.epsilon * np.eye(Z.shape[1])
         gaps = np.swapaxes(mu[:, 1:] - mu[:, :1], 1, 2)  # (S, D, K - 1)
-        try:
-            coef = np.swapaxes(np.linalg.solve(cov, gaps), 1, 2)
-        except np.linalg.LinAlgError:
-            coef = None
-        if coef is None or not np.isfinite(coef).all():  # epsilon too small to regularise
-            raise singular_covariance(self.epsilon, idx.shape[1])
+        coef = np.swapaxes(self._solve(cov, gaps, idx.shape[1]), 1, 2)
         intercept = -0.5 * np.einsum("skd,skd->sk", mu[:, 1:] + mu[:, :1], coef)
         intercept += np.log(counts[:, 1:] / counts[:, :1])
         pad = np.zeros((idx.shape[0], 1))
@@ -159,13 +154,15 @@ class MultiLDA(MultiModel, LDA):
         return BatchFit(coef, np.concatenate([pad, intercept], axis=1), pad[:, 0] > 0)
 
 
-def singular_covariance(epsilon: float, m: int) -> UserError:
-    """The error for an LDA covariance that epsilon does not make invertible."""
-    return UserError(
-        f"models: lda (epsilon {epsilon:g}): a training set of m={m} has a singular "
-        "covariance (collinear or constant attributes); give lda a larger epsilon "
-        "(default 1e-4)"
-    )
+def build_model(spec: object, layout: FeatureLayout, n_classes: int) -> MultiModel:
+    """The K-class model a config's `models` entry names, with its parameters; refused here,
+    before any work, where it has no K-class form (`softmax.check_classes`)."""
+    from genvdis.softmax import MultiLogisticRegression, check_classes  # they build on this
+
+    models = {model.name: model for model in (MultiNaiveBayes, MultiLDA, MultiLogisticRegression)}
+    model = models[spec.name](layout, **spec.model_dump(exclude={"name"}))
+    check_classes(model, n_classes)
+    return model
 
 
 def count_errors(
@@ -199,4 +196,7 @@ def count_errors(
     return errors
 
 
-__all__ = ["MultiLDA", "MultiModel", "MultiNaiveBayes", "class_sums", "count_errors", "n_classes"]
+__all__ = [
+    "MultiLDA", "MultiModel", "MultiNaiveBayes", "build_model", "class_sums", "count_errors",
+    "n_classes",
+]  # fmt: skip

@@ -48,7 +48,8 @@ class FeatureLayout:
 
 @dataclass
 class PreparedData:
-    """Model-ready data: X = [continuous in [0,1] | discrete codes], y in {0, 1}."""
+    """Model-ready data: X = [continuous in [0,1] | discrete codes], y in {0, 1}, or in
+    0..K-1 for a `classes` target (class_names: each class's name, in code order)."""
 
     X: np.ndarray
     y: np.ndarray
@@ -57,15 +58,16 @@ class PreparedData:
     level_names: dict[str, list[str]] = field(default_factory=dict)
     checksums: dict[str, str] = field(default_factory=dict)
     source: str = ""
+    class_names: list[str] = field(default_factory=list)
 
     @property
     def n_rows(self) -> int:
         return int(self.X.shape[0])
 
     @property
-    def class_counts(self) -> tuple[int, int]:
-        n1 = int(self.y.sum())
-        return self.n_rows - n1, n1
+    def class_counts(self) -> tuple[int, ...]:
+        """Rows per class, in code order: (negative, positive) for a binary target."""
+        return tuple(int(c) for c in np.bincount(self.y, minlength=2))
 
 
 def select_attributes(raw: RawData, attributes: str | list[str]) -> list[str]:
@@ -82,8 +84,35 @@ def select_attributes(raw: RawData, attributes: str | list[str]) -> list[str]:
     return chosen
 
 
+def class_groups(labels: pd.Series, target: TargetSpec) -> list[list[str]]:
+    """A `classes` target's classes in code order, each a list of labels: `all` is every label
+    as its own class, sorted as numbers when every label is one, else as text."""
+    if target.classes != "all":
+        return target.classes
+    names = sorted(set(labels.astype("string").str.strip().dropna()))
+    numbers = pd.to_numeric(pd.Series(names, dtype=object), errors="coerce")
+    if numbers.notna().all():
+        names = [name for _, name in sorted(zip(numbers, names, strict=True))]
+    return [[name] for name in names]
+
+
+def _class_codes(labels: pd.Series, groups: list[list[str]]) -> pd.Series:
+    """Class codes 0..K-1 (groups in order), NaN for rows in no class (dropped)."""
+    text = labels.astype("string").str.strip()
+    unknown = sorted({label for group in groups for label in group} - set(text.dropna()))
+    if unknown:
+        raise UserError(f"target.classes: label '{unknown[0]}' does not occur in the data")
+    codes = pd.Series(np.nan, index=labels.index)
+    for code, group in enumerate(groups):
+        codes[text.isin(group).fillna(False).to_numpy(dtype=bool)] = float(code)
+    return codes
+
+
 def make_labels(labels: pd.Series, target: TargetSpec) -> pd.Series:
-    """1 for positive, 0 for negative, NaN for rows that belong to neither (dropped)."""
+    """1 for positive, 0 for negative, NaN for rows that belong to neither (dropped); for a
+    `classes` target, the class codes 0..K-1 (`class_groups`)."""
+    if target.classes is not None:
+        return _class_codes(labels, class_groups(labels, target))
     if target.threshold is not None:
         values = pd.to_numeric(labels, errors="coerce")
         if values.isna().all():
@@ -140,6 +169,24 @@ def _check_not_empty(frame: pd.DataFrame, labelled: pd.Series) -> None:
         )
 
 
+def _check_classes(y: np.ndarray, labels: pd.Series, target: TargetSpec) -> list[str]:
+    """Every class keeps a row after filtering, or a user error naming it; returns the
+    classes' names for a `classes` target (a group's labels joined by '+'), else []."""
+    if target.classes is None:
+        if len(y) == 0 or y.min() == y.max():
+            empty = "positive" if len(y) == 0 or y.max() == 0 else "negative"
+            raise UserError(f"target: the {empty} class is empty after filtering rows")
+        return []
+    names = ["+".join(group) for group in class_groups(labels, target)]
+    counts = np.bincount(y, minlength=len(names))
+    if len(names) < 2:
+        raise UserError(f"target.classes: the data have a single class, '{names[0]}'")
+    if counts.min() == 0:
+        empty = names[int(np.argmin(counts))]
+        raise UserError(f"target.classes: class '{empty}' is empty after filtering rows")
+    return names
+
+
 def _discretize(values: np.ndarray, options: Preprocessing) -> np.ndarray:
     if options.strategy == "uniform":
         edges = np.linspace(values.min(), values.max(), options.bins + 1)
@@ -175,9 +222,7 @@ def prepare(raw: RawData, config: ExperimentConfig) -> PreparedData:
             mode = frame.loc[keep, name].mode()
             frame[name] = frame[name].fillna(mode.iloc[0] if len(mode) else MISSING_LEVEL)
     frame, y = frame[keep], y[keep].astype(int).to_numpy()
-    if len(y) == 0 or y.min() == y.max():
-        empty = "positive" if len(y) == 0 or y.max() == 0 else "negative"
-        raise UserError(f"target: the {empty} class is empty after filtering rows")
+    names = _check_classes(y, raw.frame[target_column], config.target)
     if config.preprocessing.continuous == "discretize":
         for name in continuous:
             frame[name] = _discretize(frame[name].to_numpy(), config.preprocessing).astype(str)
@@ -200,4 +245,5 @@ def prepare(raw: RawData, config: ExperimentConfig) -> PreparedData:
         level_names=level_names,
         checksums=dict(raw.checksums),
         source=raw.source,
+        class_names=names,
     )

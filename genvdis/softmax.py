@@ -205,11 +205,7 @@ class MultiLogisticRegression(MultiModel, LogisticRegression):
         self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray | None = None
     ) -> BatchFit:
         K = n_classes(y)
-        if self.separable == "sample" and K > 2:
-            raise UserError(
-                f"models: logistic_regression: separable: sample is for binary targets only "
-                f"(this one has {K} classes); use separable: max_margin or ridge"
-            )
+        check_classes(self, K)
         if keys is None:
             keys = np.zeros(idx.shape[0], dtype=np.uint64)
         size = max(1, self._group_size(Z, idx) // max(1, K - 1))
@@ -242,9 +238,20 @@ class MultiLogisticRegression(MultiModel, LogisticRegression):
         return BatchFit(coef[:, :, :-1], coef[:, :, -1], separable)
 
 
+def check_classes(model: MultiModel, n_classes: int) -> None:
+    """`separable: sample` draws from a binary version space: refused for more classes."""
+    if getattr(model, "separable", None) == "sample" and n_classes > 2:
+        raise UserError(
+            f"models: logistic_regression: separable: sample is for binary targets only "
+            f"(this one has {n_classes} classes); use separable: max_margin or ridge"
+        )
+
+
 def _binary_start(v: np.ndarray, solution: np.ndarray | None) -> np.ndarray:
     """A separating start for the sampler: the separating Newton iterate, or the LP's W."""
     return v if solution is None else solution[1] - solution[0]
 
 
-__all__ = ["MultiLogisticRegression", "constraint_rows", "decide", "newton_softmax"]
+__all__ = [
+    "MultiLogisticRegression", "check_classes", "constraint_rows", "decide", "newton_softmax",
+]  # fmt: skip
