@@ -9,6 +9,7 @@ THEORY := $(wildcard configs/theory-*.yaml)
 # the examples whose results are committed (results/examples/): other rules for separable sets,
 # and a third model
 EXAMPLES := configs/examples/sonar-max-margin.yaml configs/examples/sonar-ridge.yaml \
+	configs/examples/optdigits-10class.yaml \
 	configs/examples/ionosphere-three-models.yaml
 
 .PHONY: install test lint format all panels examples theory plot report bench clean

@@ -82,11 +82,20 @@ def _hessian(X: np.ndarray, P: np.ndarray, penalty: np.ndarray) -> np.ndarray:
 
 
 def _solve(H: np.ndarray, g: np.ndarray) -> np.ndarray:
-    """H^-1 g for each problem; the pseudo-inverse's where H is numerically singular."""
+    """H^-1 g for each problem; least squares (the pseudo-inverse's step) where H is
+    numerically singular. Decided problem by problem, so a step never depends on which other
+    problems share the batch."""
     try:
         return np.linalg.solve(H, g[..., None])[..., 0]
     except np.linalg.LinAlgError:
-        return np.stack([np.linalg.lstsq(h, b, rcond=None)[0] for h, b in zip(H, g, strict=True)])
+        return np.stack([_solve_one(h, b) for h, b in zip(H, g, strict=True)])
+
+
+def _solve_one(H: np.ndarray, g: np.ndarray) -> np.ndarray:
+    try:
+        return np.linalg.solve(H, g)
+    except np.linalg.LinAlgError:
+        return np.linalg.lstsq(H, g, rcond=None)[0]
 
 
 def newton_softmax(
