@@ -26,7 +26,7 @@ CONFIGS = ["configs/pima.yaml", "configs/adult-continuous.yaml"]
 # stage -> (file suffix, function name) whose cumulative time is the stage's
 STAGES = {
     "draw splits": [("splits.py", "_draw")],
-    "naive Bayes": [("models.py", "_naive_bayes_sums")],
+    "naive Bayes": [("models.py", "class_sums")],
     "LR: gathering rows": [("models.py", "_rows_feature_major")],
     "LR: Newton": [("newton.py", "newton_logistic")],
     "separability proofs": [

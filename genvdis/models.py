@@ -163,19 +163,19 @@ def _class_means(
 
 
 @streams.jit
-def _naive_bayes_sums(
-    Z: np.ndarray, y: np.ndarray, idx: np.ndarray, p: int
+def class_sums(
+    Z: np.ndarray, y: np.ndarray, idx: np.ndarray, p: int, K: int = 2
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Naive Bayes' sufficient statistics for each split, in one pass over its training rows:
-    class counts (S, 2), per-class column sums (S, 2, D) and sums of squares of the p
-    continuous columns (S, 2, p). Continuous values are measured from the split's first
+    """Naive Bayes' sufficient statistics for each split, in one pass over its training rows
+    (labels 0..K-1): class counts (S, K), per-class column sums (S, K, D) and sums of squares
+    of the p continuous columns (S, K, p). Continuous values are measured from the split's first
     training row: a feature constant in the split is then exactly 0, so its weight is exactly
     0, not a rounding error in the means divided by the tiny variance floor."""
     S, m = idx.shape
     D = Z.shape[1]
-    counts = np.zeros((S, 2))
-    sums = np.zeros((S, 2, D))
-    squares = np.zeros((S, 2, p))
+    counts = np.zeros((S, K))
+    sums = np.zeros((S, K, D))
+    squares = np.zeros((S, K, p))
     for s in range(S):
         ref = Z[idx[s, 0]]
         for i in range(m):
@@ -215,7 +215,7 @@ class NaiveBayes(LinearModel):
         self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray
     ) -> BatchFit:
         p = self.layout.n_continuous
-        counts, sums, squares = _naive_bayes_sums(Z, y.astype(np.int64), idx, p)
+        counts, sums, squares = class_sums(Z, y.astype(np.int64), idx, p)
         n0, n1 = counts[:, 0], counts[:, 1]
         coef = np.zeros((idx.shape[0], Z.shape[1]))
         intercept = np.zeros(idx.shape[0])

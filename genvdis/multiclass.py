@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from genvdis import streams
-from genvdis.models import LDA, BatchFit, LinearModel, NaiveBayes
+from genvdis.models import LDA, BatchFit, LinearModel, NaiveBayes, class_sums
 from genvdis.preprocessing import FeatureLayout
 
 SCORE_BYTES = 32 * 2**20  # scores (rows x splits x classes) computed at once when scoring
@@ -53,36 +53,6 @@ class MultiModel(LinearModel):
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         return np.argmax(self.decision_function(X), axis=1)  # ties: the lowest class
-
-
-@streams.jit
-def class_sums(
-    Z: np.ndarray, y: np.ndarray, idx: np.ndarray, p: int, K: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Naive Bayes' sufficient statistics for each split, in one pass over its training rows:
-    class counts (S, K), per-class column sums (S, K, D) and sums of squares of the p
-    continuous columns (S, K, p). Continuous values are measured from the split's first
-    training row: a feature constant in the split is then exactly 0, so its weight is exactly
-    0, not a rounding error in the means divided by the tiny variance floor."""
-    S, m = idx.shape
-    D = Z.shape[1]
-    counts = np.zeros((S, K))
-    sums = np.zeros((S, K, D))
-    squares = np.zeros((S, K, p))
-    for s in range(S):
-        ref = Z[idx[s, 0]]
-        for i in range(m):
-            row = Z[idx[s, i]]
-            c = y[idx[s, i]]
-            counts[s, c] += 1.0
-            for j in range(p):
-                v = row[j] - ref[j]
-                sums[s, c, j] += v
-                squares[s, c, j] += v * v
-            for j in range(p, D):  # one-hot: mostly zeros
-                if row[j] != 0.0:
-                    sums[s, c, j] += row[j]
-    return counts, sums, squares
 
 
 class MultiNaiveBayes(MultiModel, NaiveBayes):
@@ -197,6 +167,6 @@ def count_errors(
 
 
 __all__ = [
-    "MultiLDA", "MultiModel", "MultiNaiveBayes", "build_model", "class_sums", "count_errors",
+    "MultiLDA", "MultiModel", "MultiNaiveBayes", "build_model", "count_errors",
     "n_classes",
 ]  # fmt: skip
