@@ -7,7 +7,7 @@ SPLITS ?= 1000
 CONFIGS := $(filter-out configs/theory-%.yaml,$(wildcard configs/*.yaml))
 THEORY := $(wildcard configs/theory-*.yaml)
 # the examples whose results are committed (results/examples/): other rules for separable sets,
-# and a third model
+# a third model, and ten classes (optdigits)
 EXAMPLES := configs/examples/sonar-max-margin.yaml configs/examples/sonar-ridge.yaml \
 	configs/examples/optdigits-10class.yaml \
 	configs/examples/ionosphere-three-models.yaml
