@@ -113,7 +113,8 @@ class LogisticRegression(LinearModel):
         separable the start decides which separating iterate the whole fit stops at, and so
         where the sampler starts; there it runs as before (at most 8 iterations). The start is
         a function of the split alone, so results stay independent of how splits are batched;
-        it runs on every split of the batch at once (`newton_logistic` groups it in cache)."""
+        it runs on every split of the batch at once (`newton_logistic` groups gathered designs
+        itself)."""
         m = idx.shape[1]
         if m < 2 * WARM_ROWS:
             return None

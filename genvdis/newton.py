@@ -63,7 +63,7 @@ def newton_logistic(
     point correctly: that iterate proves the set separable, and the likelihood then has no
     maximum to converge to. With `stop_unseparated_after` = k, problems whose k-th iterate
     does not classify every training point correctly stop there (for warm starts, see
-    `models.LogisticRegression._warm_start`).
+    `logistic.LogisticRegression._warm_start`).
 
     Gathered problems are solved in groups small enough to stay in cache (`layouts.group_size`:
     out of cache each iteration is slower); problems are independent, so the grouping changes
