@@ -1,13 +1,14 @@
-"""Newton's two dense layouts side by side, where the engine has to choose between them.
+"""Newton's two layouts side by side: training rows gathered, or indices into sparse data.
 
-    GENVDIS_MIRROR=../shared/uci python benchmarks/bench_layouts.py [--splits 250] [CONFIG...]
+    GENVDIS_MIRROR=../shared/uci python benchmarks/bench_layouts.py [--splits 100] [CONFIG...]
 
-For every m of each config's grid that covers at least `MASKED_FRACTION` of the data, runs
-`engine.run_block` on the same splits with the training sets gathered (`newton.Gathered`) and
-masked (`newton.Masked`), alternately, and prints the best of `--repeats` times of each and
-which one the engine's rule (`LogisticRegression._layout`) picks. The rule's width threshold,
-`MASKED_MIN_WIDTH`, comes from these figures. Both layouts fit the same models; only rounding
-differs, so the numbers are not compared here (tests/test_models.py does).
+For the smallest and the largest m of each config's grid, runs `engine.run_block` on the same
+splits with logistic regression's training sets gathered (`layouts.Gathered`) and sparse
+(`layouts.Sparse`), alternately, and prints the best of `--repeats` times of each and which
+one the engine's rule picks (sparse for designs of >= `SPARSE_MIN_WIDTH` columns with at most
+`SPARSE_DENSITY` of them nonzero: `LogisticRegression._shared`). The rule's thresholds come
+from these figures. Both layouts fit the same models; only rounding differs, so the numbers
+are not compared here (tests/test_newton.py does).
 """
 
 from __future__ import annotations
@@ -15,50 +16,56 @@ from __future__ import annotations
 import argparse
 import time
 
+import numpy as np
 from threadpoolctl import threadpool_limits
 
-from genvdis import models
+from genvdis import logistic
 from genvdis.engine import run_block
 
 from _setup import load
 
 CONFIGS = [
-    "configs/liver.yaml",
-    "configs/pima.yaml",
-    "configs/boston.yaml",
-    "configs/ionosphere.yaml",
-    "configs/optdigits-2v3.yaml",
+    "configs/adult-discrete.yaml",
+    "configs/breast-cancer.yaml",
+    "configs/lymphography.yaml",
+    "configs/promoters.yaml",
+    "configs/voting.yaml",
+    "configs/sonar.yaml",
 ]
+FORCED = {"gathered": (np.inf, 0.0), "sparse": (0, 1.0)}  # (SPARSE_MIN_WIDTH, SPARSE_DENSITY)
 
 
 def compare(path: str, splits: int, repeats: int) -> None:
     config, _, encoded, fitted, protocol = load(path)
-    logistic = next(f for f in fitted if isinstance(f, models.LogisticRegression))
-    n, width = len(encoded.y), encoded.width
-    rule, chosen = models.MASKED_FRACTION, models.MASKED_MIN_WIDTH
+    lr = next(f for f in fitted if isinstance(f, logistic.LogisticRegression))
+    picked = "sparse" if lr._shared(encoded.reference, encoded.y).sparse else "gathered"
+    width = encoded.reference.shape[1] + 1
+    density = (np.count_nonzero(encoded.reference) + len(encoded.y)) / (len(encoded.y) * width)
+    rule = logistic.SPARSE_MIN_WIDTH, logistic.SPARSE_DENSITY
     run_block(encoded, fitted, config.size_grid[0], range(1), protocol)  # compile, warm up
-    for m in [m for m in config.size_grid if m >= rule * n]:
-        seconds = {"gathered": float("inf"), "masked": float("inf")}
-        for layout, fraction in (("gathered", 2.0), ("masked", 0.0)) * repeats:  # alternately
-            models.MASKED_FRACTION, models.MASKED_MIN_WIDTH = fraction, 0
-            started = time.perf_counter()
-            run_block(encoded, fitted, m, range(splits), protocol)
-            seconds[layout] = min(seconds[layout], time.perf_counter() - started)
-        models.MASKED_FRACTION, models.MASKED_MIN_WIDTH = rule, chosen
-        picked = logistic._layout(n, m, width)
-        gathered, masked = seconds["gathered"], seconds["masked"]
+    for m in sorted({config.size_grid[0], config.size_grid[-1]}):
+        seconds = dict.fromkeys(FORCED, float("inf"))
+        try:
+            for layout in list(FORCED) * repeats:  # alternately
+                logistic.SPARSE_MIN_WIDTH, logistic.SPARSE_DENSITY = FORCED[layout]
+                started = time.perf_counter()
+                run_block(encoded, fitted, m, range(splits), protocol)
+                seconds[layout] = min(seconds[layout], time.perf_counter() - started)
+        finally:
+            logistic.SPARSE_MIN_WIDTH, logistic.SPARSE_DENSITY = rule
+        gathered, sparse = seconds["gathered"], seconds["sparse"]
         print(
-            f"{config.name:16} width {width:3d}  m {m:5d} ({m / n:.2f} n)  "
-            f"gathered {gathered * 1e3:7.1f} ms  masked {masked * 1e3:7.1f} ms  "
-            f"masked/gathered {masked / gathered:5.2f}  rule: {picked}"
+            f"{config.name:16} width {width:3d} nonzero {density:4.0%}  m {m:5d}  "
+            f"gathered {gathered * 1e3:7.1f} ms  sparse {sparse * 1e3:7.1f} ms  "
+            f"sparse/gathered {sparse / gathered:5.2f}  rule: {picked}"
         )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--splits", type=int, default=250, help="splits per m (default 250)")
-    parser.add_argument("--repeats", type=int, default=5, help="times of each (default 5)")
-    parser.add_argument("configs", nargs="*", default=CONFIGS, help="configs (default: 5)")
+    parser.add_argument("--splits", type=int, default=100, help="splits per m (default 100)")
+    parser.add_argument("--repeats", type=int, default=3, help="times of each (default 3)")
+    parser.add_argument("configs", nargs="*", default=CONFIGS, help="configs (default: 6)")
     args = parser.parse_args()
     with threadpool_limits(1):
         for path in args.configs:

@@ -27,7 +27,7 @@ CONFIGS = ["configs/pima.yaml", "configs/adult-continuous.yaml"]
 STAGES = {
     "draw splits": [("splits.py", "_draw")],
     "naive Bayes": [("models.py", "class_sums")],
-    "LR: gathering rows": [("models.py", "_rows_feature_major")],
+    "LR: gathering rows": [("logistic.py", "_rows_feature_major")],
     "LR: Newton": [("newton.py", "newton_logistic")],
     "separability proofs": [
         ("hyperplanes.py", "prove_inseparable"),

@@ -3,7 +3,7 @@ and their scoring.
 
 Each is a linear classifier with one score per class, `Z @ coef[c] + intercept[c]`; it predicts
 the class with the largest score. `fit_batch` has the binary models' interface (`models`): data
-Z (n, D), labels y, S training index sets idx (S, m), and it returns a `models.BatchFit` whose
+Z (n, D), labels y, S training index sets idx (S, m), and it returns a `linear.BatchFit` whose
 coef is (S, K, D) and intercept (S, K). Scores are reference-coded: class 0's are 0, and class
 c's are its log-odds against class 0. So for K = 2 every model here gives the binary model's
 log-odds, by the same formulas, and predicts as it does.
@@ -22,7 +22,8 @@ from __future__ import annotations
 import numpy as np
 
 from genvdis import streams
-from genvdis.models import LDA, BatchFit, LinearModel, NaiveBayes, class_sums
+from genvdis.linear import BatchFit, LinearModel
+from genvdis.models import LDA, NaiveBayes, class_sums
 from genvdis.preprocessing import FeatureLayout
 
 SCORE_BYTES = 32 * 2**20  # scores (rows x splits x classes) computed at once when scoring

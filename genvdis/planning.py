@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from genvdis.errors import UserError
-from genvdis.newton import NEWTON_BYTES
+from genvdis.layouts import group_size
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +118,7 @@ class Workload:
         W, square = self.width, bool(set(self.models) & SQUARE_MODELS)
         peak = 0
         for m, block in self.plan.first_blocks().items():
-            group = min(block, max(1, NEWTON_BYTES // (8 * m * W)))
+            group = min(block, group_size(m, W))
             tensors = 3 * 8 * block * m * W + block * self.n_rows
             peak = max(peak, tensors + square * 3 * 8 * group * W * W)
         return data_bytes(self.n_rows, W) + peak

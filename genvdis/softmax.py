@@ -2,7 +2,7 @@
 
 The model is reference-coded: class 0's score is 0, class c's is v_c . (x, 1), so the K - 1
 free weight vectors are identifiable and for K = 2 the model is the binary logistic regression
-(`models.LogisticRegression`), with the same vanishing ridge (`models.TINY_RIDGE`).
+(`logistic.LogisticRegression`), with the same vanishing ridge (`logistic.TINY_RIDGE`).
 
 It is fit by batched Newton with backtracking: each iteration, for every split, the gradient
 X^T (T - P), the Hessian (one BLAS-3 product for the cross terms sum_i (p_i x_i)(p_i x_i)^T,
@@ -25,7 +25,8 @@ import numpy as np
 
 from genvdis import hyperplanes
 from genvdis.errors import UserError
-from genvdis.models import TINY_RIDGE, BatchFit, LogisticRegression
+from genvdis.linear import BatchFit
+from genvdis.logistic import TINY_RIDGE, LogisticRegression
 from genvdis.multiclass import MultiModel, n_classes
 from genvdis.newton import DECREMENT_TOL, LOSS_SLACK, MAX_HALVINGS
 

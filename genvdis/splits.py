@@ -10,10 +10,15 @@ counter-based stream (`streams`), in one compiled pass over the whole block of s
 from __future__ import annotations
 
 import numpy as np
-from numba.cpython.unsafe.numbers import trailing_zeros  # LLVM's cttz
 
 from genvdis import streams
 from genvdis.errors import UserError
+
+# The position of a 64-bit word's lowest set bit, by de Bruijn multiplication (Leiserson,
+# Prokop and Randall 1998): (bit * DE_BRUIJN) >> 58 is distinct for each of the 64 bits.
+DE_BRUIJN = 0x03F79D71B4CB0A89
+_LOWEST_BIT = np.empty(64, dtype=np.int64)
+_LOWEST_BIT[[((1 << i) * DE_BRUIJN) % 2**64 >> 58 for i in range(64)]] = np.arange(64)
 
 
 def check_size(m: int, class_counts: tuple[int, ...], test: str | int) -> None:
@@ -60,18 +65,19 @@ def _stratified_class_counts(m: int, class_counts: tuple[int, ...] | np.ndarray)
 @streams.jit
 def _sort_by_bitmap(rows: np.ndarray, bits: np.ndarray) -> None:
     """Sort distinct rows (< 64 bits.size) in place by setting their bits in `bits` (all 0,
-    and left so) and reading them back a 64-row word at a time: O(m + n / 64), against
-    O(m log m) for a sort, or O(n) for a scan of one flag per row."""
-    one = np.uint64(1)
+    and left so) and reading them back a 64-row word at a time, lowest set bit first:
+    O(m + n / 64), against O(m log m) for a sort, or O(n) for a scan of one flag per row."""
+    one, multiplier, shift = np.uint64(1), np.uint64(DE_BRUIJN), np.uint64(58)
     for r in rows:
         bits[r >> 6] |= one << np.uint64(r & 63)
     i = 0
     for w in range(bits.size):
         word = bits[w]
         while word:
-            rows[i] = w * 64 + trailing_zeros(word)
+            lowest = word & (~word + one)  # two's complement: the lowest set bit alone
+            rows[i] = w * 64 + _LOWEST_BIT[(lowest * multiplier) >> shift]
             i += 1
-            word &= word - one
+            word ^= lowest
         bits[w] = 0
 
 

@@ -27,7 +27,7 @@ from typer.testing import CliRunner
 from genvdis import engine, fetch, models
 from genvdis.cli import app
 from genvdis.engine import EncodedData, NonFiniteDecisions, count_errors
-from genvdis.newton import _pseudo_inverse_steps
+from genvdis.logistic_kernels import pseudo_inverse_steps
 from genvdis.preprocessing import FeatureLayout
 
 N_ROWS = 40
@@ -504,7 +504,7 @@ def test_newton_takes_no_pseudo_inverse_step_from_an_overflowed_hessian():
     problem takes no step; the others take the pseudo-inverse's."""
     hess = np.array([[[1.0, 1.0], [1.0, 1.0]], [[np.nan, 1.0], [1.0, 2.0]], [[np.inf, 0], [0, 1]]])
     grad = np.array([[1.0, 2.0], [1.0, 1.0], [1.0, 1.0]])
-    delta = _pseudo_inverse_steps(hess, grad)
+    delta = pseudo_inverse_steps(hess, grad)
     np.testing.assert_allclose(delta[0], np.linalg.pinv(hess[0]) @ grad[0])
     assert delta[1:].tolist() == [[0.0, 0.0], [0.0, 0.0]]
 

@@ -350,25 +350,25 @@ def test_set_params_checks_values_as_the_constructor_does():
 
 def _layout_cases(model: LogisticRegression) -> list[tuple[np.ndarray, ...]]:
     """fit_batch arguments (Z, y, idx, keys) for the sparse layout (wide one-hot data) and for
-    the masked one (training sets covering most of 20 continuous columns)."""
+    the gathered one (training sets covering most of 20 continuous columns)."""
     rng = np.random.default_rng(20)
     n, levels = 100, (5,) * 5
     codes = _discrete(rng, n, levels)
     sparse_Z = FeatureLayout(0, levels).onehot(codes, drop_first=True)
-    masked_Z = rng.uniform(size=(n, 20))
+    dense_Z = rng.uniform(size=(n, 20))
     cases = []
-    for Z, m in ((sparse_Z, 50), (masked_Z, 70)):
+    for Z, m in ((sparse_Z, 50), (dense_Z, 70)):
         y = _noisy_labels(rng, 3 * (Z[:, 0] - Z[:, 1]))
         idx = np.stack([np.sort(rng.choice(n, m, replace=False)) for _ in range(6)])
         cases.append((Z, y, idx, stream_keys(2, n, range(6), stream=1)))
-    assert model._shared(*cases[0][:3]).sparse is not None
-    assert model._shared(*cases[1][:3]).masked is not None
+    assert model._shared(*cases[0][:2]).sparse is not None
+    assert model._shared(*cases[1][:2]).sparse is None
     return cases
 
 
 def test_threads_sharing_one_model_fit_as_it_does_alone():
     """The threading backend shares model objects between threads: one LogisticRegression
-    fitting sparse-layout and masked-layout batches in several threads at once gives each
+    fitting sparse-layout and gathered-layout batches in several threads at once gives each
     batch the fit it gives alone, and keeps no state from the calls."""
     model = LogisticRegression(FeatureLayout(0))  # fit_batch takes encoded data
     cases = _layout_cases(model)

@@ -1,0 +1,120 @@
+"""What every model is: a linear classifier fitted on many training splits at once.
+
+A model predicts positive where a log-odds `Z @ coef + intercept` is > 0, with Z the data in
+one-hot form. So every model fits as a batch: given the encoded data Z (n, D), labels y and S
+training index sets idx (S, m), `fit_batch` returns S coefficient vectors at once (a
+`BatchFit`), by matrix products and batched solves. The usual `fit` / `predict` /
+`decision_function` are the batch of one, so each model can be checked against scikit-learn on
+its own. The models themselves are in `models` (naive Bayes, LDA, the registry) and
+`logistic` (logistic regression).
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+
+import numpy as np
+
+from genvdis import streams
+from genvdis.layouts import group_size
+from genvdis.preprocessing import FeatureLayout
+
+
+@dataclass
+class BatchFit:
+    """S fitted linear classifiers: log-odds = Z @ coef[s] + intercept[s]."""
+
+    coef: np.ndarray
+    intercept: np.ndarray
+    separable: np.ndarray
+
+    FIELDS = ("coef", "intercept", "separable")
+
+
+class LinearModel:
+    """fit / predict / decision_function on top of `fit_batch`, the way scikit-learn reads."""
+
+    name = "linear"
+    reference_coding = False
+
+    def __init__(self, layout: FeatureLayout) -> None:
+        self.layout = layout
+
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        """The constructor's arguments, which the model keeps under the same names."""
+        signature = inspect.signature(cls.__init__)
+        return [name for name in signature.parameters if name != "self"]
+
+    def get_params(self, deep: bool = True) -> dict[str, object]:
+        """The constructor's arguments, scikit-learn's way: `sklearn.base.clone` rebuilds an
+        unfitted copy from them. (No nested estimators: `deep` changes nothing.)"""
+        return {name: getattr(self, name) for name in self._param_names()}
+
+    def set_params(self, **params: object) -> LinearModel:
+        """Change constructor arguments; checked as the constructor checks them (it reruns)."""
+        unknown = sorted(set(params) - set(self._param_names()))
+        if unknown:
+            raise ValueError(f"{type(self).__name__} has no parameter {', '.join(unknown)}")
+        self.__init__(**{**self.get_params(), **params})
+        return self
+
+    def encode(self, X: np.ndarray) -> np.ndarray:
+        return self.layout.onehot(X, drop_first=self.reference_coding)
+
+    def fit_batch(
+        self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray | None = None
+    ) -> BatchFit:
+        """Fit S classifiers, on training rows idx[s]; keys[s] is split s's own random stream
+        (`streams`), for models that draw at random.
+
+        Splits are fitted in groups whose training tensor (splits x m x D) fits in cache:
+        the work is memory-bound, and out of cache it runs several times slower. Splits are
+        independent, so the grouping changes no result."""
+        if keys is None:
+            keys = np.zeros(idx.shape[0], dtype=np.uint64)
+        return self._in_groups(Z, y, idx, keys, size=self._group_size(Z, idx))
+
+    def _in_groups(
+        self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, *per_split: np.ndarray, size: int,
+        **common: object,
+    ) -> BatchFit:  # fmt: skip
+        """`_fit_group` on groups of `size` splits; per_split arrays (keys, ...) are sliced
+        alike, `common` keyword arguments go to every group as they are."""
+        if idx.shape[0] <= size:
+            return self._fit_group(Z, y, idx, *per_split, **common)
+        fits = [
+            self._fit_group(
+                Z, y, idx[g : g + size], *(a[g : g + size] for a in per_split), **common
+            )
+            for g in range(0, idx.shape[0], size)
+        ]
+        return BatchFit(*(np.concatenate([getattr(f, k) for f in fits]) for k in BatchFit.FIELDS))
+
+    def _fit_group(
+        self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray
+    ) -> BatchFit:
+        raise NotImplementedError
+
+    def _group_size(self, Z: np.ndarray, idx: np.ndarray) -> int:
+        """Splits per group: as many as keep the gathered training tensor (with an intercept
+        column) in cache."""
+        return group_size(idx.shape[1], Z.shape[1] + 1)
+
+    def fit(self, X: np.ndarray, y: np.ndarray, random_state: int = 0) -> LinearModel:
+        y = np.asarray(y, dtype=np.int64)
+        if set(np.unique(y)) != {0, 1}:
+            raise ValueError("y must hold both classes, coded 0 and 1")
+        idx = np.arange(len(y))[None, :]
+        keys = streams.stream_keys(random_state, len(y), [0], stream=1)
+        fit = self.fit_batch(self.encode(X), y, idx, keys)
+        self.coef_, self.intercept_ = fit.coef[0], float(fit.intercept[0])
+        self.separable_ = bool(fit.separable[0])
+        return self
+
+    def decision_function(self, X: np.ndarray) -> np.ndarray:
+        return self.encode(X) @ self.coef_ + self.intercept_
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        return (self.decision_function(X) > 0).astype(np.int64)

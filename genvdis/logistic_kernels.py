@@ -1,0 +1,264 @@
+"""The compiled loops under Newton's method for logistic regression (`newton`) and its design
+layouts (`layouts`): the loss terms, the products of each layout, and the small d x d solves.
+
+The dense kernels loop over a problem's rows innermost, over contiguous memory, so LLVM
+vectorises them; that needs the division's zero check off (numpy's error model: 1/0 is inf,
+as in numpy) and lets it fuse multiply-adds. No other fast-math: NaN and inf keep their
+meaning. Exponentials and logarithms stay in numpy, whose SIMD versions are several times
+faster than numba's scalar ones (docs/scaling.md).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from genvdis.streams import jit
+
+vector_jit = numba.njit(cache=True, nogil=True, fastmath={"contract"}, error_model="numpy")
+
+
+@vector_jit
+def nll_terms(eta, t):
+    """-|eta| (for numpy to exponentiate) and the loss terms that need no logarithm,
+    max(eta, 0) - t eta, in one pass."""
+    minus_abs, linear = np.empty(eta.shape), np.empty(eta.shape)
+    for a in range(eta.shape[0]):
+        for i in range(eta.shape[1]):
+            v = eta[a, i]
+            minus_abs[a, i] = -abs(v)
+            linear[a, i] = max(v, 0.0) - t[a, i] * v
+    return minus_abs, linear
+
+
+@vector_jit
+def shifted_terms(eta, direction, which, factor, t):
+    """For problems which (positions): eta + factor * direction, and its `nll_terms`, in
+    one pass."""
+    shifted = np.empty((which.size, eta.shape[1]))
+    minus_abs, linear = np.empty(shifted.shape), np.empty(shifted.shape)
+    for a in range(which.size):
+        r, f = which[a], factor[a]
+        for i in range(eta.shape[1]):
+            v = eta[r, i] + f * direction[r, i]
+            shifted[a, i] = v
+            minus_abs[a, i] = -abs(v)
+            linear[a, i] = max(v, 0.0) - t[a, i] * v
+    return shifted, minus_abs, linear
+
+
+def sum_nll(minus_abs: np.ndarray, linear: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The negative log-likelihood from `nll_terms`, and exp(-|eta|) (in minus_abs' place)."""
+    e = np.exp(minus_abs, out=minus_abs)
+    return linear.sum(axis=1) + np.log(1.0 + e).sum(axis=1), e
+
+
+@vector_jit
+def separates(eta, t):
+    """Whether each problem's predictor eta (S, n) classifies all its rows (labels t (S, n))
+    correctly. A problem's check stops at its first mistake, within a few rows on all but
+    (nearly) separable sets."""
+    out = np.ones(eta.shape[0], dtype=np.bool_)
+    for a in range(eta.shape[0]):
+        for i in range(eta.shape[1]):
+            if (eta[a, i] > 0) != (t[a, i] > 0):
+                out[a] = False
+                break
+    return out
+
+
+# --- the gathered layout: feature-major rows (d, m) per problem ---
+
+
+@vector_jit
+def _combine(x: np.ndarray, coef: np.ndarray, out: np.ndarray) -> None:
+    """out = coef @ x for one feature-major design x (d, m)."""
+    c = coef[0]
+    for i in range(x.shape[1]):
+        out[i] = c * x[0, i]
+    for j in range(1, x.shape[0]):
+        c = coef[j]
+        for i in range(x.shape[1]):
+            out[i] += c * x[j, i]
+
+
+@vector_jit
+def gathered_predictor(XT, problems, beta):
+    """X beta for feature-major designs XT[problems] (S, d, m)."""
+    out = np.empty((problems.size, XT.shape[2]))
+    for a in range(problems.size):
+        _combine(XT[problems[a]], beta[a], out[a])
+    return out
+
+
+@vector_jit
+def _scaled_rows(x, t, eta, e, scaled, w):
+    """For one feature-major design x (d, m): scaled[:d] = x w and scaled[d] = t - p, with p
+    and w = p (1 - p) from eta and e = exp(-|eta|). With q = 1 / (1 + e), p is q or e q (eta
+    >= 0 or not) and w = e q^2, which keeps its relative accuracy where p is near 1."""
+    d, m = x.shape
+    residual = scaled[d]
+    for i in range(m):
+        q = 1.0 / (1.0 + e[i])
+        below = e[i] * q
+        w[i] = below * q
+        residual[i] = t[i] - (q if eta[i] >= 0 else below)
+    for j in range(d):
+        for i in range(m):
+            scaled[j, i] = x[j, i] * w[i]
+
+
+@vector_jit
+def gathered_residuals(XT, problems, t, eta, e):
+    """For `layouts.Design.residual_sums` on feature-major designs: the residuals t - p and X^T of
+    them (problems and t, eta, e aligned)."""
+    gradient, residual = np.empty((problems.size, XT.shape[1])), np.empty(eta.shape)
+    for a in range(problems.size):
+        for i in range(eta.shape[1]):
+            residual[a, i] = t[a, i] - (1.0 if eta[a, i] >= 0 else e[a, i]) / (1.0 + e[a, i])
+        gradient[a] = np.dot(XT[problems[a]], residual[a])
+    return gradient, residual
+
+
+@vector_jit
+def gathered_step(XT, problems, t, eta, e, beta, penalty):
+    """`layouts.Design.newton_step` for feature-major designs, up to the exponential and logarithm
+    (the new predictors' `nll_terms` instead), one problem at a time so that its rows are
+    fetched once and reused from cache: one pass scales them, one BLAS product gives
+    [X^T W X; (t - p)^T X], a pass after the solve gives X delta and the new predictors.
+    singular[s] where H is numerically singular: the caller then takes the step (hess is
+    returned for it); that problem's other outputs are left 0."""
+    S, d, m = problems.size, XT.shape[1], XT.shape[2]
+    grad, delta = np.empty((S, d)), np.zeros((S, d))
+    hess, singular = np.empty((S, d, d)), np.zeros(S, dtype=np.bool_)
+    direction, new_eta = np.empty((S, m)), np.empty((S, m))
+    minus_abs, linear = np.empty((S, m)), np.empty((S, m))
+    scaled, w = np.empty((d + 1, m)), np.empty(m)
+    for a in range(S):
+        x = XT[problems[a]]
+        _scaled_rows(x, t[a], eta[a], e[a], scaled, w)
+        both = np.dot(scaled, x.T)
+        for j in range(d):
+            grad[a, j] = both[d, j] - penalty[j] * beta[a, j]
+            hess[a, j] = both[j]
+            hess[a, j, j] += penalty[j]
+        singular[a] = _solve_into(hess[a], grad[a], delta[a])
+        if singular[a]:
+            direction[a], new_eta[a], minus_abs[a], linear[a] = 0.0, 0.0, 0.0, 0.0
+            continue
+        _combine(x, delta[a], direction[a])
+        for i in range(m):
+            v = eta[a, i] + direction[a, i]
+            new_eta[a, i] = v
+            minus_abs[a, i] = -abs(v)
+            linear[a, i] = max(v, 0.0) - t[a, i] * v
+    return grad, delta, singular, hess, direction, new_eta, minus_abs, linear
+
+
+# --- the sparse layout's products: loops over each training row's nonzeros ---
+
+
+@jit
+def sparse_predictor(indptr, indices, values, idx, beta):
+    S, m = idx.shape
+    out = np.zeros((S, m))
+    for s in range(S):
+        for i in range(m):
+            r = idx[s, i]
+            total = 0.0
+            for a in range(indptr[r], indptr[r + 1]):
+                total += values[a] * beta[s, indices[a]]
+            out[s, i] = total
+    return out
+
+
+@jit
+def sparse_gradient(indptr, indices, values, idx, residual, d):
+    S, m = idx.shape
+    out = np.zeros((S, d))
+    for s in range(S):
+        for i in range(m):
+            r, g = idx[s, i], residual[s, i]
+            for a in range(indptr[r], indptr[r + 1]):
+                out[s, indices[a]] += g * values[a]
+    return out
+
+
+@jit
+def sparse_hessian(indptr, indices, values, idx, w, d):
+    S, m = idx.shape
+    out = np.zeros((S, d, d))
+    for s in range(S):
+        h = out[s]
+        for i in range(m):
+            r, wi = idx[s, i], w[s, i]
+            for a in range(indptr[r], indptr[r + 1]):
+                wa, ca = wi * values[a], indices[a]
+                for b in range(a, indptr[r + 1]):  # column indices ascend: upper triangle
+                    h[ca, indices[b]] += wa * values[b]
+        for j in range(d):
+            for k in range(j):
+                h[j, k] = h[k, j]
+    return out
+
+
+# --- Newton's d x d systems, one per problem ---
+
+
+@jit
+def _solve_into(A: np.ndarray, b: np.ndarray, x: np.ndarray) -> bool:
+    """x with A x = b, by Gaussian elimination with partial pivoting (LAPACK's dgesv, without
+    numpy's overhead per call, which exceeds a small system's work); True, and x untouched,
+    where a pivot is exactly 0 (A is numerically singular), the case where LAPACK gives up."""
+    d = b.size
+    U, v = A.copy(), b.copy()
+    for k in range(d):
+        p = k
+        for i in range(k + 1, d):
+            if abs(U[i, k]) > abs(U[p, k]):
+                p = i
+        if U[p, k] == 0.0:
+            return True
+        if p != k:
+            for j in range(d):
+                U[k, j], U[p, j] = U[p, j], U[k, j]
+            v[k], v[p] = v[p], v[k]
+        for i in range(k + 1, d):
+            f = U[i, k] / U[k, k]
+            for j in range(k + 1, d):
+                U[i, j] -= f * U[k, j]
+            v[i] -= f * v[k]
+    for k in range(d - 1, -1, -1):
+        total = v[k]
+        for j in range(k + 1, d):
+            total -= U[k, j] * x[j]
+        x[k] = total / U[k, k]
+    return False
+
+
+@jit
+def _solve(A: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`_solve_into` for each of S systems: x (S, d), and singular (S,)."""
+    x, singular = np.zeros(b.shape), np.zeros(b.shape[0], dtype=np.bool_)
+    for s in range(b.shape[0]):
+        singular[s] = _solve_into(A[s], b[s], x[s])
+    return x, singular
+
+
+def pseudo_inverse_steps(hess: np.ndarray, grad: np.ndarray) -> np.ndarray:
+    """H^+ g for each problem; no step (0) where H or g is not finite, which only an overflow
+    makes: LAPACK's SVD may fail or never return on inf and NaN."""
+    finite = np.isfinite(hess).all(axis=(1, 2)) & np.isfinite(grad).all(axis=1)
+    if finite.all():
+        return np.einsum("sde,se->sd", np.linalg.pinv(hess), grad)
+    delta = np.zeros(grad.shape)
+    delta[finite] = pseudo_inverse_steps(hess[finite], grad[finite])
+    return delta
+
+
+def newton_direction(hess: np.ndarray, grad: np.ndarray) -> np.ndarray:
+    """The Newton steps H^-1 g; the pseudo-inverse's where H is numerically singular."""
+    delta, singular = _solve(hess, grad)
+    if singular.any():
+        delta[singular] = pseudo_inverse_steps(hess[singular], grad[singular])
+    return delta
