@@ -391,3 +391,19 @@ def test_two_class_draws_are_the_binary_splits_of_version_0_4():
     assert digest.hexdigest() == (
         "2e5fd4acf549015b46c584c789064c141dbd48fe38f82dafc636ba76acb7f071"
     )
+
+
+def test_two_class_sample_draws_a_separating_hyperplane_from_its_stream():
+    """K = 2 with `sample`: the binary version space's sampler, from the split's own stream:
+    the draw separates the training rows, and the same stream gives the same draw."""
+    X, y, layout = _binary_mixed(12)
+    rows = np.sort(np.concatenate([np.flatnonzero(y == 1)[:6], np.flatnonzero(y == 0)[:6]]))
+    draws = [
+        MultiLogisticRegression(layout).fit(X[rows], y[rows], random_state=seed)
+        for seed in (4, 4, 5)
+    ]
+    assert all(d.separable_ for d in draws)
+    for d in draws:
+        np.testing.assert_array_equal(d.predict(X[rows]), y[rows])
+    np.testing.assert_array_equal(draws[0].coef_, draws[1].coef_)
+    assert not np.array_equal(draws[0].coef_, draws[2].coef_)
