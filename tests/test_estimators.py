@@ -1,0 +1,317 @@
+"""Estimator entries (genvdis/estimators.py): the allow-list, the checks before any work, the
+per-split loop against a hand-written scikit-learn loop on the same splits, random_state
+derivation and warning counts."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+import threading
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.naive_bayes import CategoricalNB, GaussianNB
+from sklearn.svm import LinearSVC
+
+from genvdis import engine, estimators, splits, streams
+from genvdis.config import EstimatorSpec, parse_config
+from genvdis.errors import UserError
+from genvdis.preprocessing import FeatureLayout, prepare
+
+# A package of the user's own, written to tmp_path: importing it leaves a mark, so a test can
+# tell whether anything was imported. `Noisy` warns twice on every split with an odd number of
+# positive training rows, and predicts the training set's majority; `Picky` has no
+# _validate_params and refuses alpha < 0 when fitted; `Fragile` fails on a training set with
+# more than 12 positives.
+USER_PACKAGE = """
+import pathlib, warnings
+import numpy as np
+pathlib.Path(__file__).with_name("imported").write_text("yes")
+
+class Noisy:
+    def __init__(self, random_state=None):
+        self.random_state = random_state
+    def fit(self, X, y):
+        if int(np.sum(y)) % 2:
+            warnings.warn("odd", UserWarning)
+            warnings.warn("odd again", RuntimeWarning)
+        self.majority_ = int(2 * np.sum(y) > len(y))
+        return self
+    def predict(self, X):
+        return np.full(len(X), self.majority_)
+
+class Picky(Noisy):
+    def __init__(self, alpha=1.0):
+        self.alpha = alpha
+    def fit(self, X, y):
+        if self.alpha < 0:
+            raise ValueError("alpha must be >= 0")
+        return super().fit(X, y)
+
+class Fragile(Noisy):
+    def fit(self, X, y):
+        if np.sum(y) > 12:
+            raise FloatingPointError("too many positives\\nsecond line")
+        return super().fit(X, y)
+
+class NoPredict:
+    def fit(self, X, y):
+        return self
+
+def not_a_class():
+    pass
+"""
+
+
+@pytest.fixture
+def user_package(tmp_path, monkeypatch):
+    """`userpkg` importable from tmp_path (and forgotten after the test); returns its folder."""
+    folder = tmp_path / "site" / "userpkg"
+    folder.mkdir(parents=True)
+    (folder / "__init__.py").write_text(textwrap.dedent(USER_PACKAGE))
+    monkeypatch.syspath_prepend(str(folder.parent))
+    yield folder
+    for name in [n for n in sys.modules if n == "userpkg" or n.startswith("userpkg.")]:
+        del sys.modules[name]
+
+
+def spec(estimator: str, **fields) -> EstimatorSpec:
+    return EstimatorSpec(name=fields.pop("name", "est"), estimator=estimator, **fields)
+
+
+@pytest.fixture(scope="module")
+def toy(toy_config, write_toy, tmp_path_factory):
+    """toy.csv prepared as a run prepares it (2 continuous, 3 discrete attributes)."""
+    folder = tmp_path_factory.mktemp("toy")
+    path = write_toy(folder, toy_config("sizes: [10]"))
+    from genvdis.config import load_config
+
+    config = load_config(path)
+    data = prepare(engine.load_data(config, base_dir=folder), config)
+    return data, engine.EncodedData.from_prepared(data)
+
+
+# --- the allow-list ----------------------------------------------------------------------------
+
+
+def test_a_path_outside_the_allow_list_imports_nothing(user_package):
+    with pytest.raises(UserError, match="import paths must start with sklearn.") as caught:
+        estimators.resolve(spec("userpkg.Noisy"), estimators.allowed_prefixes())
+    assert "--allow-import" in str(caught.value) and "models: 'est'" in str(caught.value)
+    assert not (user_package / "imported").exists()
+    assert "userpkg" not in sys.modules
+
+
+def test_an_allowed_prefix_is_imported_from_option_or_environment(user_package, monkeypatch):
+    assert estimators.resolve(spec("userpkg.Noisy"), estimators.allowed_prefixes(["userpkg"]))
+    assert (user_package / "imported").read_text() == "yes"
+    monkeypatch.setenv(estimators.ALLOW_ENV, " other , userpkg.")
+    assert estimators.allowed_prefixes() == ("sklearn", "other", "userpkg")
+
+
+def test_a_prefix_allows_whole_module_names_only():
+    allowed = ("sklearn", "mypkg")
+    assert estimators.is_allowed("mypkg.sub.Model", allowed)
+    assert not estimators.is_allowed("mypkgx.Model", allowed)
+    assert not estimators.is_allowed("sklearnx.svm.SVC", allowed)
+
+
+@pytest.mark.parametrize("bad", ["my pkg", "1pkg", "pkg..sub"])
+def test_a_bad_prefix_is_refused_by_name(bad, monkeypatch):
+    with pytest.raises(UserError, match=f"--allow-import: '{bad}' is not a module name"):
+        estimators.allowed_prefixes([bad])
+    monkeypatch.setenv(estimators.ALLOW_ENV, bad)
+    with pytest.raises(UserError, match=f"{estimators.ALLOW_ENV}: '{bad}' is not a module name"):
+        estimators.allowed_prefixes()
+
+
+# --- the checks before any work ------------------------------------------------------------------
+
+
+BAD_ENTRIES = [
+    (spec("sklearn.nosuch.Model"), "no module named 'sklearn.nosuch'"),
+    (spec("sklearn.svm.NoSuchSVC"), "module sklearn.svm has no 'NoSuchSVC'"),
+    (spec("userpkg.not_a_class"), "not_a_class is not a class"),
+    (spec("userpkg.NoPredict"), "not a classifier (it needs fit and predict methods)"),
+    (spec("sklearn.linear_model.LinearRegression"), "a regressor, not a classifier"),
+    (spec("sklearn.multiclass.OneVsRestClassifier"), "cannot be built without arguments"),
+    (spec("sklearn.svm.LinearSVC", params={"Cx": 1}), "params: ValueError: Invalid parameter 'Cx'"),
+    (spec("sklearn.svm.LinearSVC", params={"C": -1}), "The 'C' parameter of LinearSVC must be"),
+    (spec("userpkg.Picky", params={"alpha": -1}), "params: ValueError: alpha must be >= 0"),
+]
+
+
+@pytest.mark.parametrize(("entry", "message"), BAD_ENTRIES, ids=[m for _, m in BAD_ENTRIES])
+def test_a_bad_entry_is_one_line_naming_it(entry, message, user_package):
+    with pytest.raises(UserError) as caught:
+        estimators.build(entry, FeatureLayout(2), estimators.allowed_prefixes(["userpkg"]))
+    text = str(caught.value)
+    assert text.startswith(f"models: 'est' ({entry.estimator}): ") and message in text, text
+    assert len(text.splitlines()) == 1
+
+
+def test_random_state_is_supplied_only_where_the_entry_leaves_it_out():
+    layout, allowed = FeatureLayout(2), ("sklearn",)
+    assert estimators.build(spec("sklearn.svm.LinearSVC"), layout, allowed).seeded
+    fixed = estimators.build(spec("sklearn.svm.LinearSVC", params={"random_state": 7}), layout,
+                             allowed)  # fmt: skip
+    assert not fixed.seeded and fixed.make(123).random_state == 7
+    assert not estimators.build(spec("sklearn.naive_bayes.GaussianNB"), layout, allowed).seeded
+
+
+# --- the per-split loop ------------------------------------------------------------------------
+
+
+def _reference_loop(make, X, y, m, seed, n_splits, test="rest"):
+    """What a user would write: each split drawn alone, a fresh estimator fitted and scored."""
+    errors = []
+    for s in range(n_splits):
+        train, tested = splits.draw_split(y, m, seed, s, "stratified", test)
+        predicted = make(s).fit(X[train], y[train]).predict(X[tested])
+        errors.append(int(np.sum(predicted != y[tested])))
+    return errors
+
+
+@pytest.mark.parametrize("test", ["rest", 50])
+def test_errors_equal_a_hand_written_loop_on_the_same_splits(toy, test):
+    data, encoded = toy
+    model = estimators.build(spec("sklearn.naive_bayes.GaussianNB"), data.layout, ("sklearn",))
+    block, m, seed = range(0, 12), 15, 9
+    if test == "rest":
+        train, mask = splits.draw_training_block(encoded.y, m, seed, block), None
+    else:
+        train, mask = splits.draw_block(encoded.y, m, seed, block, "stratified", test)
+    errors, warned = estimators.score_block(model, encoded.onehot, encoded.y, train, mask, seed,
+                                            block)  # fmt: skip
+    expected = _reference_loop(lambda s: GaussianNB(), encoded.onehot, encoded.y, m, seed, 12, test)
+    assert errors.tolist() == expected
+    assert warned.tolist() == [0] * 12
+
+
+def test_a_seeded_estimator_gets_its_split_s_random_state(toy):
+    data, encoded = toy
+    model = estimators.build(spec("sklearn.svm.LinearSVC", params={"max_iter": 3}), data.layout,
+                             ("sklearn",))  # fmt: skip
+    block, m, seed = range(4, 10), 30, 2
+    train = splits.draw_training_block(encoded.y, m, seed, block)
+    errors, warned = estimators.score_block(model, encoded.onehot, encoded.y, train, None, seed,
+                                            block)  # fmt: skip
+    states = estimators.random_states(seed, m, range(0, 10))
+
+    def make(s):
+        return LinearSVC(max_iter=3, random_state=states[s])
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # its ConvergenceWarnings
+        expected = _reference_loop(make, encoded.onehot, encoded.y, m, seed, 10)[4:]
+    assert errors.tolist() == expected
+    assert warned.min() >= 1  # 3 iterations: a ConvergenceWarning on every split
+
+
+def test_random_states_are_the_split_s_own_and_reproducible():
+    first = estimators.random_states(5, 20, range(0, 50))
+    assert first == estimators.random_states(5, 20, range(0, 50))
+    assert estimators.random_states(5, 20, range(30, 50)) == first[30:]  # blocks do not matter
+    assert len(set(first)) == 50 and all(0 <= s < 2**32 for s in first)
+    assert first != estimators.random_states(5, 21, range(0, 50))
+    model_keys = streams.stream_keys(5, 20, range(0, 50), stream=1)  # the built-ins' stream
+    assert first != [int(k >> np.uint64(32)) for k in model_keys]
+
+
+def test_ordinal_encoding_gives_the_integer_codes_and_categorical_nb_runs(toy):
+    data, encoded = toy
+    assert data.layout.n_continuous and data.layout.levels
+    ordinal = spec("sklearn.naive_bayes.CategoricalNB", encoding="ordinal")
+    model = estimators.build(ordinal, data.layout, ("sklearn",))
+    np.testing.assert_array_equal(model.design(encoded.onehot), data.X)
+    # on discrete attributes only, each one's number of levels is its min_categories
+    discrete = FeatureLayout(0, data.layout.levels)
+    codes = data.X[:, data.layout.n_continuous :]
+    model = estimators.build(ordinal, discrete, ("sklearn",))
+    assert model.params == {"min_categories": list(data.layout.levels)}
+    onehot = discrete.onehot(codes)
+    block, m = range(0, 8), 10  # small m: test rows hold levels no training row has
+    train = splits.draw_training_block(encoded.y, m, 1, block)
+    errors, _ = estimators.score_block(model, onehot, encoded.y, train, None, 1, block)
+
+    def make(s):
+        return CategoricalNB(min_categories=list(data.layout.levels))
+
+    assert errors.tolist() == _reference_loop(make, codes, encoded.y, m, 1, 8)
+
+
+def test_warnings_are_counted_per_split_and_never_shown(toy, user_package, recwarn):
+    data, encoded = toy
+    model = estimators.build(spec("userpkg.Noisy"), data.layout, ("sklearn", "userpkg"))
+    block, m = range(0, 20), 25
+    train = splits.draw_training_block(encoded.y, m, 0, block, "random")  # positives vary
+    _, warned = estimators.score_block(model, encoded.onehot, encoded.y, train, None, 0, block)
+    odd = encoded.y[train].sum(axis=1) % 2 == 1
+    assert 0 < odd.sum() < 20
+    assert warned.tolist() == (2 * odd).tolist()
+    assert len(recwarn) == 0
+
+
+def test_warning_counts_do_not_mix_across_threads(toy, user_package):
+    """Threads (the threading backend, in-process dask) count their own warnings only."""
+    data, encoded = toy
+    model = estimators.build(spec("userpkg.Noisy"), data.layout, ("sklearn", "userpkg"))
+    blocks = [range(i * 10, i * 10 + 10) for i in range(4)]
+    trains = [splits.draw_training_block(encoded.y, 25, 0, b, "random") for b in blocks]
+    together = [None] * 4
+
+    def work(i):
+        together[i] = estimators.score_block(
+            model, encoded.onehot, encoded.y, trains[i], None, 0, blocks[i]
+        )[1].tolist()
+
+    for i in range(4):
+        work(i)
+    alone, together = together, [None] * 4
+    assert sum(map(sum, alone)) > 0
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a count that leaked out would fail its thread
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert together == alone
+
+
+def test_an_estimator_failing_on_a_split_names_entry_m_and_split(toy, user_package):
+    data, encoded = toy
+    model = estimators.build(spec("userpkg.Fragile", name="weak"), data.layout,
+                             ("sklearn", "userpkg"))  # fmt: skip
+    block, m = range(0, 5), 60
+    train = splits.draw_training_block(encoded.y, m, 0, block)
+    with pytest.raises(UserError) as caught:
+        estimators.score_block(model, encoded.onehot, encoded.y, train, None, 0, block)
+    assert str(caught.value) == (
+        "models: 'weak' failed at m=60, split 0: FloatingPointError: too many positives"
+    )
+
+
+def test_check_config_checks_every_estimator_entry_without_data(user_package):
+    base = dict(name="x", dataset="pima", target={"positive": "1"}, sizes=[10])
+    entries = ["naive_bayes", {"name": "p", "estimator": "userpkg.Picky"}]
+    config = parse_config({**base, "models": entries})
+    with pytest.raises(UserError, match="models: 'p' \\(userpkg.Picky\\): import paths"):
+        estimators.check_config(config)
+    estimators.check_config(config, ["userpkg"])
+    assert estimators.versions(config) == {"userpkg": "unknown"}
+
+
+def test_warning_lines_say_each_model_once():
+    import pandas as pd
+
+    summary = pd.DataFrame({
+        "model": ["naive_bayes", "naive_bayes", "svm", "svm", "svm"], "m": [10, 20, 10, 20, 40],
+        "n_splits": [5] * 5, "warnings": [0, 0, 3, 0, 4],
+    })  # fmt: skip
+    assert estimators.warning_lines(summary) == [
+        "svm: the estimator raised 7 warning(s) in 15 fits (per m: 10: 3, 40: 4); "
+        "summary.csv's warnings column has the counts"
+    ]
+    assert estimators.warning_lines(summary.drop(columns="warnings")) == []
