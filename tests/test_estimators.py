@@ -10,11 +10,14 @@ import threading
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 from sklearn.naive_bayes import CategoricalNB, GaussianNB
 from sklearn.svm import LinearSVC
+from typer.testing import CliRunner
 
-from genvdis import engine, estimators, splits, streams
+from genvdis import engine, estimators, results, splits, streams
+from genvdis.cli import app
 from genvdis.config import EstimatorSpec, parse_config
 from genvdis.errors import UserError
 from genvdis.preprocessing import FeatureLayout, prepare
@@ -23,7 +26,7 @@ from genvdis.preprocessing import FeatureLayout, prepare
 # tell whether anything was imported. `Noisy` warns twice on every split with an odd number of
 # positive training rows, and predicts the training set's majority; `Picky` has no
 # _validate_params and refuses alpha < 0 when fitted; `Fragile` fails on a training set with
-# more than 12 positives.
+# more than 30 rows.
 USER_PACKAGE = """
 import pathlib, warnings
 import numpy as np
@@ -51,8 +54,8 @@ class Picky(Noisy):
 
 class Fragile(Noisy):
     def fit(self, X, y):
-        if np.sum(y) > 12:
-            raise FloatingPointError("too many positives\\nsecond line")
+        if len(y) > 30:
+            raise FloatingPointError("too many rows\\nsecond line")
         return super().fit(X, y)
 
 class NoPredict:
@@ -289,7 +292,7 @@ def test_an_estimator_failing_on_a_split_names_entry_m_and_split(toy, user_packa
     with pytest.raises(UserError) as caught:
         estimators.score_block(model, encoded.onehot, encoded.y, train, None, 0, block)
     assert str(caught.value) == (
-        "models: 'weak' failed at m=60, split 0: FloatingPointError: too many positives"
+        "models: 'weak' failed at m=60, split 0: FloatingPointError: too many rows"
     )
 
 
@@ -315,3 +318,137 @@ def test_warning_lines_say_each_model_once():
         "summary.csv's warnings column has the counts"
     ]
     assert estimators.warning_lines(summary.drop(columns="warnings")) == []
+
+
+# --- through the command line ----------------------------------------------------------------
+
+GNB = "{name: gnb, estimator: sklearn.naive_bayes.GaussianNB}"
+GRID = ("sizes: [10, 40]", "splits: 6", "block_size: 4", "seed: 3")
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def assert_one_line_error(result, *parts: str) -> str:
+    message = result.stderr.strip()
+    assert result.exit_code == 2, result.output
+    assert len(message.splitlines()) == 1 and message.startswith("error: "), message
+    for part in parts:
+        assert part in message, (part, message)
+    return message
+
+
+@pytest.mark.parametrize("test", ["rest", "50"])
+def test_a_run_pairs_the_entry_with_the_built_ins_split_by_split(tmp_path, toy, toy_config,
+                                                                 write_toy, test):  # fmt: skip
+    """The entry's errors on every (m, split) of a run equal the hand-written loop's on
+    splits.draw_split's rows (the rows the built-in models get), and adding it changes no
+    built-in number."""
+    _, encoded = toy
+    models = f"models: [naive_bayes, {GNB}, logistic_regression]"
+    config = write_toy(tmp_path, toy_config(*GRID, models, f"test: {test}"))
+    plain = write_toy(tmp_path, toy_config(*GRID, f"test: {test}"), "plain.yaml")
+    for path, out in ((config, "out"), (plain, "plain")):
+        assert invoke("run", path, "--out", tmp_path / out, "-q").exit_code == 0
+    errors = pd.read_csv(tmp_path / "out" / "toy" / "errors.csv")
+    assert list(errors["model"].unique()) == ["naive_bayes", "gnb", "logistic_regression"]
+    for m in (10, 40):
+        ours = errors[(errors["model"] == "gnb") & (errors["m"] == m)]["errors"].tolist()
+        size = test if test == "rest" else int(test)
+        X, y = encoded.onehot, encoded.y
+        assert ours == _reference_loop(lambda s: GaussianNB(), X, y, m, 3, 6, size)
+    built_in = errors[errors["model"] != "gnb"].drop(columns="warnings")
+    expected = pd.read_csv(tmp_path / "plain" / "toy" / "errors.csv")
+    pd.testing.assert_frame_equal(built_in.reset_index(drop=True), expected)
+    assert errors["warnings"].eq(0).all()
+
+
+def test_validate_and_run_refuse_a_path_outside_the_allow_list(tmp_path, toy_config, write_toy,
+                                                               user_package):  # fmt: skip
+    config = write_toy(
+        tmp_path, toy_config(*GRID, "models: [{name: mine, estimator: userpkg.Noisy}]")
+    )
+    for command in (["validate", config], ["run", config, "--out", tmp_path / "out"]):
+        assert_one_line_error(invoke(*command), "models: 'mine' (userpkg.Noisy)",
+                              "--allow-import")  # fmt: skip
+    assert not (user_package / "imported").exists() and "userpkg" not in sys.modules
+    assert not (tmp_path / "out").exists()
+    result = invoke("validate", config, "--allow-import", "userpkg")
+    assert result.exit_code == 0 and "ok" in result.stdout, result.output
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ("{name: s, estimator: sklearn.svm.Nope}", "models: 's' (sklearn.svm.Nope): module "),
+        ("{name: s, estimator: sklearn.svm.SVR}", "a regressor, not a classifier"),
+        ("{name: s, estimator: sklearn.svm.SVC, params: {C: -1}}", "The 'C' parameter of SVC"),
+        (
+            "{name: s, estimator: sklearn.svm.SVC, params: {random_state: null}}",
+            "models.0.params: random_state must be an integer",
+        ),
+        ("{name: lda, estimator: sklearn.svm.SVC}", "models.0.name: 'lda' is a built-in"),
+        ("svm", "models.0: 'svm' is not a built-in model"),
+    ],
+)
+def test_validate_names_the_bad_entry_on_one_line(tmp_path, toy_config, write_toy, entry, message):
+    config = write_toy(tmp_path, toy_config(*GRID, f"models: [{entry}]"))
+    assert_one_line_error(invoke("validate", config), str(config), message)
+
+
+def test_a_bad_allow_import_stops_the_run_before_any_config_is_read(tmp_path):
+    result = invoke("run", tmp_path / "missing.yaml", "--allow-import", "not a module")
+    assert_one_line_error(result, "--allow-import: 'not a module' is not a module name")
+
+
+def test_an_entry_failing_mid_run_stops_with_m_and_split_and_keeps_finished_blocks(
+    tmp_path, toy_config, write_toy, user_package
+):
+    entry = "models: [naive_bayes, {name: weak, estimator: userpkg.Fragile}]"
+    config = write_toy(tmp_path, toy_config(*GRID, entry))
+    out = tmp_path / "out"
+    result = invoke("run", config, "--out", out, "--allow-import", "userpkg")
+    assert_one_line_error(result, "models: 'weak' failed at m=40, split 0: FloatingPointError")
+    kept = sorted(p.name[:8] for p in (out / "toy" / results.CHECKPOINTS).glob("m*.csv"))
+    assert kept == ["m0000010", "m0000010"]  # m = 10's two blocks, finished before m = 40
+
+
+def test_warnings_are_summed_into_summary_csv_and_said_once(tmp_path, toy_config, write_toy):
+    sgd = "{name: sgd, estimator: sklearn.linear_model.SGDClassifier, params: {max_iter: 2}}"
+    config = write_toy(tmp_path, toy_config(*GRID, f"models: [naive_bayes, {sgd}]"))
+    result = invoke("run", config, "--out", tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    errors = pd.read_csv(tmp_path / "out" / "toy" / "errors.csv")
+    summary = pd.read_csv(tmp_path / "out" / "toy" / "summary.csv")
+    per_m = errors.groupby(["model", "m"], sort=False)["warnings"].sum()
+    assert summary["warnings"].tolist() == per_m.tolist()
+    assert summary.loc[summary["model"] == "naive_bayes", "warnings"].eq(0).all()
+    assert summary.loc[summary["model"] == "sgd", "warnings"].gt(0).all()
+    said = [line for line in result.stderr.splitlines() if "warning(s)" in line]
+    assert said == [f"toy: {line}" for line in estimators.warning_lines(summary)]
+    assert "ConvergenceWarning" not in result.stderr  # never shown split by split
+
+
+def test_an_interrupted_run_resumes_to_the_bytes_of_a_clean_one(
+    tmp_path, toy_config, write_toy, monkeypatch
+):
+    sgd = "{name: sgd, estimator: sklearn.linear_model.SGDClassifier, params: {max_iter: 3}}"
+    config = write_toy(tmp_path, toy_config(*GRID, f"models: [{sgd}, naive_bayes, {GNB}]"))
+    save, saved = results.CheckpointStore.save, []
+
+    def save_then_stop(self, m, start, frame):
+        save(self, m, start, frame)
+        saved.append(start)
+        if len(saved) == 2:
+            raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(results.CheckpointStore, "save", save_then_stop)
+        assert invoke("run", config, "--out", tmp_path / "out").exit_code == 130
+    result = invoke("run", config, "--out", tmp_path / "out")
+    assert result.exit_code == 0 and "resuming, 2 of 4 blocks already done" in result.stderr
+    assert invoke("run", config, "--out", tmp_path / "clean", "-q").exit_code == 0
+    for name in ("errors.csv", "summary.csv", "config.yaml", "manifest.json"):
+        resumed = (tmp_path / "out" / "toy" / name).read_bytes()
+        assert resumed == (tmp_path / "clean" / "toy" / name).read_bytes(), name
