@@ -34,14 +34,13 @@ from genvdis import (
     streams,
 )
 from genvdis.config import (
-    EstimatorSpec,
     ExperimentConfig,
     FileDataset,
     SklearnSource,
     SyntheticSource,
 )
 from genvdis.errors import UserError
-from genvdis.models import BatchFit, LinearModel, build_model
+from genvdis.models import BatchFit, LinearModel
 from genvdis.planning import Plan, plan_tasks
 from genvdis.preprocessing import FeatureLayout, PreparedData, prepare
 
@@ -511,12 +510,7 @@ def run_experiment(
     names = [spec.name for spec in config.models]
     planning.check(planning.Workload(plan, width, data.n_rows, names, workers), force, config.name)
     allowed = estimators.allowed_prefixes(allow_imports)
-    models = [
-        estimators.build(spec, data.layout, allowed)
-        if isinstance(spec, EstimatorSpec)
-        else build_model(spec, data.layout)
-        for spec in config.models
-    ]
+    models = estimators.build_models(config.models, data.layout, allowed)
     resolved = resolve(config, data)
     if versions := estimators.versions(config):  # they change the numbers: fingerprinted
         resolved["estimator_versions"] = versions

@@ -175,6 +175,21 @@ def build(spec: EstimatorSpec, layout: FeatureLayout, allowed: Iterable[str]) ->
     return EstimatorModel(spec.name, cls, params, spec.encoding, layout, seeded)
 
 
+def build_models(
+    specs: Iterable[Any], layout: FeatureLayout, allowed: Iterable[str] = (ALWAYS_ALLOWED,)
+) -> list:
+    """A config's `models`, in order: estimator entries built here, the others by
+    `models.build_model`."""
+    from genvdis.models import build_model
+
+    return [
+        build(spec, layout, allowed)
+        if isinstance(spec, EstimatorSpec)
+        else build_model(spec, layout)
+        for spec in specs
+    ]
+
+
 def check_params(spec: EstimatorSpec, cls: type, params: dict[str, Any]) -> None:
     """scikit-learn's own parameter check: set_params (unknown names), then _validate_params
     (types and ranges); an estimator without the latter is fitted on a tiny sample."""
