@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 from sklearn.naive_bayes import CategoricalNB, GaussianNB
 from sklearn.svm import LinearSVC
 from typer.testing import CliRunner
@@ -452,3 +453,49 @@ def test_an_interrupted_run_resumes_to_the_bytes_of_a_clean_one(
     for name in ("errors.csv", "summary.csv", "config.yaml", "manifest.json"):
         resumed = (tmp_path / "out" / "toy" / name).read_bytes()
         assert resumed == (tmp_path / "clean" / "toy" / name).read_bytes(), name
+
+
+# --- dataset: {sklearn: load_*} ------------------------------------------------------------------
+
+BUNDLED = (
+    "name: bc\ndataset: {sklearn: load_breast_cancer}\nsizes: [20, 100]\nsplits: 3\n"
+    "models: [naive_bayes, {name: gnb, estimator: sklearn.naive_bayes.GaussianNB}]\n"
+)
+
+
+def test_a_bundled_dataset_runs_with_no_download_by_name_or_code(tmp_path):
+    from sklearn.datasets import load_breast_cancer
+
+    runs = {
+        "names": "target: {positive: [malignant]}",
+        "codes": "target: {column: target, positive: [0]}",
+    }
+    for name, target in runs.items():
+        (tmp_path / f"{name}.yaml").write_text(BUNDLED + target + "\n")
+        result = invoke("run", tmp_path / f"{name}.yaml", "--out", tmp_path / name, "-q")
+        assert result.exit_code == 0, result.output
+    resolved = yaml.safe_load((tmp_path / "names" / "bc" / "config.yaml").read_text())
+    bunch = load_breast_cancer()
+    assert resolved["class_counts"] == {"negative": 357, "positive": 212}  # 0 is malignant
+    assert resolved["features"]["continuous"] == 30 == len(bunch.feature_names)
+    assert resolved["data_source"].endswith("sklearn.datasets.load_breast_cancer()")
+    for file in ("errors.csv", "summary.csv"):  # the same rows, named either way
+        assert (tmp_path / "names" / "bc" / file).read_bytes() == (
+            tmp_path / "codes" / "bc" / file
+        ).read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("loader", "message"),
+    [
+        ("fetch_openml", "dataset: sklearn.datasets.fetch_openml downloads from the network"),
+        ("iris", "dataset: 'iris' is not a sklearn.datasets loader"),
+        ("load_nothing", "dataset: sklearn.datasets.load_nothing: no such loader"),
+        ("load_files", "dataset: sklearn.datasets.load_files: not a bundled table"),
+        ("load_sample_images", "sklearn.datasets.load_sample_images: not a table"),
+    ],
+)
+def test_a_loader_that_is_not_a_bundled_table_is_refused(tmp_path, loader, message):
+    config = tmp_path / "c.yaml"
+    config.write_text(BUNDLED.replace("load_breast_cancer", loader) + "target: {positive: [x]}\n")
+    assert_one_line_error(invoke("run", config, "--out", tmp_path / "out"), str(config), message)
