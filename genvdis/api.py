@@ -260,7 +260,8 @@ class Results:
         >>> import genvdis
         >>> res = genvdis.run("pima", splits=20, out="results")
         >>> list(res.summary.columns)
-        ['model', 'm', 'n_splits', 'mean', 'std', 'sem', 'ci_low', 'ci_high', 'frac_separable']
+        ['model', 'm', 'n_splits', 'mean', 'std', 'sem', 'ci_low', 'ci_high', 'frac_separable',
+         'warnings']
         """
         from genvdis.runfiles import read_summary
 

@@ -59,6 +59,10 @@ class Fragile(Noisy):
             raise FloatingPointError("too many rows\\nsecond line")
         return super().fit(X, y)
 
+class Column(Noisy):
+    def predict(self, X):
+        return super().predict(X)[:, None]
+
 class NoPredict:
     def fit(self, X, y):
         return self
@@ -74,6 +78,7 @@ def user_package(tmp_path, monkeypatch):
     folder = tmp_path / "site" / "userpkg"
     folder.mkdir(parents=True)
     (folder / "__init__.py").write_text(textwrap.dedent(USER_PACKAGE))
+    (folder / "broken.py").write_text("raise RuntimeError('half-installed')\n")
     monkeypatch.syspath_prepend(str(folder.parent))
     yield folder
     for name in [n for n in sys.modules if n == "userpkg" or n.startswith("userpkg.")]:
@@ -137,6 +142,7 @@ BAD_ENTRIES = [
     (spec("sklearn.nosuch.Model"), "no module named 'sklearn.nosuch'"),
     (spec("sklearn.svm.NoSuchSVC"), "module sklearn.svm has no 'NoSuchSVC'"),
     (spec("userpkg.not_a_class"), "not_a_class is not a class"),
+    (spec("userpkg.broken.Model"), "importing userpkg.broken failed: RuntimeError: half-installed"),
     (spec("userpkg.NoPredict"), "not a classifier (it needs fit and predict methods)"),
     (spec("sklearn.linear_model.LinearRegression"), "a regressor, not a classifier"),
     (spec("sklearn.multiclass.OneVsRestClassifier"), "cannot be built without arguments"),
@@ -297,6 +303,15 @@ def test_an_estimator_failing_on_a_split_names_entry_m_and_split(toy, user_packa
     )
 
 
+def test_a_prediction_of_the_wrong_shape_stops_the_run(toy, user_package):
+    data, encoded = toy
+    model = estimators.build(spec("userpkg.Column"), data.layout, ("userpkg",))
+    train = splits.draw_training_block(encoded.y, 10, 0, range(3))
+    with pytest.raises(UserError, match=r"^models: 'est' failed at m=10, split 0: predict gave "
+                       r"an array of shape \(290, 1\) for 290 rows$"):  # fmt: skip
+        estimators.score_block(model, encoded.onehot, encoded.y, train, None, 0, range(3))
+
+
 def test_check_config_checks_every_estimator_entry_without_data(user_package):
     base = dict(name="x", dataset="pima", target={"positive": "1"}, sizes=[10])
     entries = ["naive_bayes", {"name": "p", "estimator": "userpkg.Picky"}]
@@ -391,6 +406,7 @@ def test_validate_and_run_refuse_a_path_outside_the_allow_list(tmp_path, toy_con
         ),
         ("{name: lda, estimator: sklearn.svm.SVC}", "models.0.name: 'lda' is a built-in"),
         ("svm", "models.0: 'svm' is not a built-in model"),
+        ("{name: s, estimator: LinearSVC}", "models.0.estimator: String should match pattern"),
     ],
 )
 def test_validate_names_the_bad_entry_on_one_line(tmp_path, toy_config, write_toy, entry, message):
