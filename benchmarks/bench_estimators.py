@@ -13,8 +13,9 @@ engine's blocks of splits at every m:
   counted, single-threaded BLAS and the block's rows assembled into a table.
 Each side runs `--repeat` times, alternating, and the minimum of its CPU time is kept
 (time.process_time: this process's own seconds, which other processes on a shared machine
-disturb far less than wall-clock time; BLAS is single-threaded on both sides). It prints both times and the ratio, checks the error counts are equal,
-and exits 1 if the overhead is above 10%.
+disturb far less than wall-clock time; BLAS is single-threaded on both sides). It prints both
+times and the ratio, checks the error counts are equal, and exits 1 if the overhead is above
+10%.
 """
 
 from __future__ import annotations
