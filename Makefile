@@ -7,9 +7,10 @@ SPLITS ?= 1000
 CONFIGS := $(filter-out configs/theory-%.yaml,$(wildcard configs/*.yaml))
 THEORY := $(wildcard configs/theory-*.yaml)
 # the examples whose results are committed (results/examples/): other rules for separable sets,
-# and a third model
+# a third model, scikit-learn estimators, and scikit-learn's bundled breast cancer data
 EXAMPLES := configs/examples/sonar-max-margin.yaml configs/examples/sonar-ridge.yaml \
-	configs/examples/ionosphere-three-models.yaml
+	configs/examples/ionosphere-three-models.yaml configs/examples/gnb-vs-svm.yaml \
+	configs/examples/breast-cancer-wisconsin.yaml
 
 .PHONY: install test lint format all panels examples theory plot report bench clean
 
@@ -54,11 +55,13 @@ plot: $(STAMP)
 report: $(STAMP)
 	$(BIN)/genvdis report results/
 
-# speed: engine vs the per-split scikit-learn loop, then where the engine's time goes
+# speed: engine vs the per-split scikit-learn loop, then where the engine's time goes, then
+# the estimator path's overhead over a bare loop
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_engine.py --splits 250
 	$(BIN)/python benchmarks/profile_engine.py --splits 250
 	$(BIN)/python benchmarks/bench_layouts.py
+	$(BIN)/python benchmarks/bench_estimators.py --splits 50
 
 clean:
 	rm -rf results/*/.checkpoints build dist *.egg-info .pytest_cache .ruff_cache

@@ -7,6 +7,7 @@ Heavy libraries are imported inside the functions: `import genvdis` stays cheap.
 
 from __future__ import annotations
 
+import os
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 from genvdis.errors import UserError
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     import pandas as pd
     from matplotlib.axes import Axes
 
@@ -61,13 +64,14 @@ def check_run_options(
     splits: int | None = None,
     seed: int | None = None,
     scheduler: str | None = None,
+    allow_imports: Iterable[str] = (),
 ) -> None:
     """Check run options before anything runs (`genvdis run` checks them before it reads
     any config).
 
     Parameters
     ----------
-    jobs, backend, splits, seed, scheduler
+    jobs, backend, splits, seed, scheduler, allow_imports
         As `run` takes them.
 
     Raises
@@ -83,6 +87,7 @@ def check_run_options(
     Traceback (most recent call last):
     genvdis.errors.UserError: --jobs must be >= 1
     """
+    from genvdis import estimators
     from genvdis.config import MAX_SEED
 
     if jobs < 1:
@@ -95,6 +100,8 @@ def check_run_options(
         raise UserError(f"--seed must be from 0 to 2^63 - 1 = {MAX_SEED}, not {seed}")
     if scheduler and backend != "dask":
         raise UserError("--scheduler needs --backend dask")
+    if allow_imports or os.environ.get(estimators.ALLOW_ENV):
+        estimators.allowed_prefixes(allow_imports)
 
 
 def run(
@@ -110,6 +117,7 @@ def run(
     progress: bool = False,
     force: bool = False,
     wait: bool = False,
+    allow_imports: Iterable[str] = (),
 ) -> Results:
     """Run (or resume, or find finished) one config's experiment, as `genvdis run` does.
 
@@ -133,6 +141,9 @@ def run(
         Run beyond the work, memory and size bounds, and on more workers than cores.
     wait : bool
         If another run holds the run folder, wait for it instead of raising `UserError`.
+    allow_imports : iterable of str
+        Import prefixes (packages) that estimator entries may name besides ``sklearn``, as
+        ``--allow-import`` (``$GENVDIS_ALLOW_IMPORTS`` adds more); see docs/config.md.
 
     Returns
     -------
@@ -150,13 +161,17 @@ def run(
     from genvdis import engine
     from genvdis.config import ExperimentConfig
 
-    check_run_options(jobs=jobs, backend=backend, splits=splits, seed=seed, scheduler=scheduler)
+    check_run_options(
+        jobs=jobs, backend=backend, splits=splits, seed=seed, scheduler=scheduler,
+        allow_imports=allow_imports,
+    )  # fmt: skip
     if not isinstance(config, ExperimentConfig):
         config = load_config(config)
     config = config.with_overrides(splits=splits, seed=seed)
     run_dir = engine.run_experiment(
         config, Path(out), jobs=jobs, backend=backend, scheduler=scheduler, mirror=mirror,
         base_dir=config.data_dir, progress=progress, force=force, wait=wait,
+        allow_imports=tuple(allow_imports),
     )  # fmt: skip
     return Results(run_dir)
 
@@ -245,7 +260,8 @@ class Results:
         >>> import genvdis
         >>> res = genvdis.run("pima", splits=20, out="results")
         >>> list(res.summary.columns)
-        ['model', 'm', 'n_splits', 'mean', 'std', 'sem', 'ci_low', 'ci_high', 'frac_separable']
+        ['model', 'm', 'n_splits', 'mean', 'std', 'sem', 'ci_low', 'ci_high', 'frac_separable',
+         'warnings']
         """
         from genvdis.runfiles import read_summary
 

@@ -37,6 +37,13 @@ Out = Annotated[Path, typer.Option(help="Results folder.")]
 RunConfigs = Annotated[
     list[str], typer.Argument(help="YAML config files, or built-in names (genvdis configs).")
 ]
+AllowImport = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--allow-import",
+        help="Let estimator entries import from this package too (besides sklearn); repeatable.",
+    ),
+]
 Wait = Annotated[
     bool, typer.Option("--wait", help="If another run is using a run folder, wait for it.")
 ]
@@ -173,6 +180,7 @@ def run(
     quiet: Quiet = False,
     wait: Wait = False,
     force: Force = False,
+    allow_import: AllowImport = None,
 ) -> None:
     """Run the protocol: S random splits per m, every model, errors and summary CSVs."""
     from genvdis import api
@@ -180,6 +188,7 @@ def run(
 
     progress = _start_run(quiet)
     options = dict(jobs=jobs, backend=backend, scheduler=scheduler)
+    options["allow_imports"] = allow_import or ()
     api.check_run_options(splits=splits, seed=seed, **options)
     loaded = [api.load_config(path).with_overrides(splits=splits, seed=seed) for path in configs]
     for path, config in zip(configs, loaded, strict=True):
@@ -297,10 +306,13 @@ def validate(
     configs: Annotated[
         list[str], typer.Argument(help="YAML config files, or built-in names (genvdis configs).")
     ],
+    allow_import: AllowImport = None,
 ) -> None:
-    """Check configs (run or theory; schema, dataset name) without fetching or running."""
-    from genvdis import builtin, datasets
+    """Check configs (run or theory; schema, dataset name, estimators) without fetching or
+    running."""
+    from genvdis import builtin, datasets, estimators
     from genvdis.config import is_theory_config, parse_config, read_yaml
+    from genvdis.errors import UserError
     from genvdis.theory import parse_theory_config
 
     for path in configs:
@@ -312,6 +324,10 @@ def validate(
         config = parse_config(data, str(path))
         if isinstance(config.dataset, str):
             datasets.get_info(config.dataset)
+        try:
+            estimators.check_config(config, allow_import or ())
+        except UserError as error:
+            raise UserError(f"{path}: {error}") from None
         typer.echo(f"{path}: ok ({config.name}, {len(config.size_grid)} sizes)")
 
 
