@@ -452,11 +452,13 @@ def run_experiment(
     progress: bool = True,
     force: bool = False,
     wait: bool = False,
+    folder: str | None = None,
 ) -> Path:
-    """Run (or resume) one config; returns the run folder holding the CSVs. The folder is
+    """Run (or resume) one config; returns the run folder holding the CSVs, `<out_dir>/<folder
+    or the config's name>` (a sweep's variants: `<name>/variants/<id>`). The folder is
     locked for the whole run (another run on it is refused, or with `wait` waited for);
     `force` runs what the planner (genvdis.planning) would refuse, on as many workers as asked."""
-    run_dir = results.prepare_output(out_dir, config.name)
+    run_dir = results.prepare_output(out_dir, folder or config.name)
     if isinstance(config.dataset, SyntheticSource):
         spec = config.dataset.synthetic
         planning.check_synthetic(spec.n_rows, spec.n_features, spec.kind, force)

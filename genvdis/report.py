@@ -16,6 +16,7 @@ import pandas as pd
 
 from genvdis import analysis as an
 from genvdis import report_curves as rc
+from genvdis.sensitivity import stability_blocks
 from genvdis.reportformat import (
     Block,
     fmt,
@@ -262,6 +263,7 @@ def build_blocks(results_dir: Path, table: pd.DataFrame) -> list[Block]:
     blocks += method(results_dir)
     blocks += rc.shape_section(results_dir, table)
     blocks += rc.fit_section(table)
+    blocks += stability_blocks(results_dir)  # after `genvdis sweep` (sensitivity.csv)
     for _, r in table.iterrows():
         blocks += panel_section(results_dir, r)
     blocks += comparison(table)
