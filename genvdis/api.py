@@ -200,8 +200,7 @@ def sweep(
     >>> list(table["variant"])
     ['baseline', 'split=random']
     """
-    from genvdis import builtin
-    from genvdis import sweeps
+    from genvdis import builtin, sweeps
     from genvdis.config import ExperimentConfig
 
     run_options = {k: options[k] for k in ("jobs", "backend", "scheduler") if k in options}

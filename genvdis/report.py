@@ -16,7 +16,6 @@ import pandas as pd
 
 from genvdis import analysis as an
 from genvdis import report_curves as rc
-from genvdis.sensitivity import stability_blocks
 from genvdis.reportformat import (
     Block,
     fmt,
@@ -27,6 +26,7 @@ from genvdis.reportformat import (
     is_missing,
     panel_label,
 )
+from genvdis.sensitivity import stability_blocks
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "analysis.md"
 PAPER_QUOTE = (

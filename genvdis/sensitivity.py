@@ -67,7 +67,9 @@ def read_sensitivity(results_dir: Path) -> pd.DataFrame | None:
     try:
         table = pd.read_csv(path, keep_default_na=False, na_values=[""], dtype={"panel": "Int64"})
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError):
-        raise UserError(f"{path}: not a table genvdis wrote; delete it and rerun the sweep") from None
+        raise UserError(
+            f"{path}: not a table genvdis wrote; delete it and rerun the sweep"
+        ) from None
     missing = [c for c in COLUMNS if c not in table.columns]
     if missing:
         raise UserError(f"{path}: no column '{missing[0]}'; delete it and rerun the sweep")
@@ -97,8 +99,8 @@ def stability_blocks(results_dir: Path) -> list[Block]:
     table = read_sensitivity(results_dir)
     if table is None or table.empty:
         return []
-    header = ["#", "panel", "splits", "baseline verdict", "variants keeping it",
-              "variants changing it", "crossover m over the variants", "not run (same design)"]  # fmt: skip
+    header = ["#", "panel", "splits", "baseline verdict", "variants keeping it"]
+    header += ["variants changing it", "crossover m over the variants", "not run (same design)"]
     rows, steady = [], 0
     for name, group in table.groupby("name", sort=False):
         row, holds = _stability_row(str(name), group)

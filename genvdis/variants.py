@@ -239,4 +239,6 @@ def expand(
             single = Variant(((key, value),))
             apply(config, single, f"{where}{variant.origin} {single.id}")
     chosen = unique(variants)
-    return [(Variant(()), config)] + [(v, apply(config, v, f"{where}{v.origin} {v.id}")) for v in chosen]
+    return [(Variant(()), config)] + [
+        (v, apply(config, v, f"{where}{v.origin} {v.id}")) for v in chosen
+    ]
