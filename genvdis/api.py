@@ -214,6 +214,7 @@ def sweep(
         config = config.with_overrides(splits=splits, seed=seed)
         where = str(config.name if path is None else source)
         plans.append(sweeps.plan_config(config, where, path, given, mirror))
+    options = {"progress": False, **options}  # as `run`: a progress bar only if asked for
     return sweeps.run_sweeps(plans, Path(out), mirror=mirror, **options)
 
 

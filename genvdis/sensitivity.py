@@ -25,11 +25,13 @@ if TYPE_CHECKING:
 
 SENSITIVITY = "sensitivity.csv"
 COLUMNS = [
-    "name", "panel", "variant", "changed", "same_as", "n_splits", "verdict", "keeps_verdict",
-    "m_cross", "m_cross_interp", "m_cross_ci_low", "m_cross_ci_high", "frac_no_cross",
+    "name", "panel", "variant", "changed", "same_as", "not_run", "n_splits", "verdict",
+    "keeps_verdict", "m_cross", "m_cross_interp", "m_cross_ci_low", "m_cross_ci_high",
+    "frac_no_cross",
     "gen_model", "m_min", "m_max", "nb_err_m_min", "lr_err_m_min", "nb_err_m_max",
     "lr_err_m_max",
 ]  # fmt: skip
+NOT_RUN = "not run"
 CROSS = ["m_cross", "m_cross_interp", "m_cross_ci_low", "m_cross_ci_high", "frac_no_cross"]
 
 
@@ -38,6 +40,9 @@ def panel_rows(planned: list[Planned], out: Path, n_boot: int = 1000) -> pd.Data
     analysed: dict[str, dict[str, Any]] = {}
     rows = []
     for item in planned:
+        if item.not_run:
+            rows.append(_not_run_row(item))
+            continue
         if item.same_as is None:
             analysed[item.variant.id] = analysis.analyse_panel(out / item.folder, n_boot=n_boot)
         row = analysed[item.same_as or item.variant.id]
@@ -45,7 +50,7 @@ def panel_rows(planned: list[Planned], out: Path, n_boot: int = 1000) -> pd.Data
         rows.append(
             dict(
                 name=item.config.name, panel=item.config.panel, variant=item.variant.id,
-                changed=item.changed, same_as=item.same_as or "",
+                changed=item.changed, same_as=item.same_as or "", not_run="",
                 n_splits=item.config.splits, verdict=row["verdict"], keeps_verdict=None,
                 **{key: row[key] for key in CROSS}, gen_model=gen or "",
                 m_min=row["m_min"], m_max=row["m_max"],
@@ -54,9 +59,19 @@ def panel_rows(planned: list[Planned], out: Path, n_boot: int = 1000) -> pd.Data
             )
         )  # fmt: skip
     table = pd.DataFrame(rows, columns=COLUMNS)
-    table["keeps_verdict"] = table["verdict"] == table["verdict"].iloc[0]
+    ran = table["not_run"] == ""
+    table["keeps_verdict"] = (table["verdict"] == table["verdict"].iloc[0]).where(ran, pd.NA)
     table["m_cross"] = table["m_cross"].astype("Int64")
     return table
+
+
+def _not_run_row(item: Planned) -> dict[str, Any]:
+    """A variant that does not apply to the panel's data: why, and no numbers."""
+    return dict(
+        name=item.config.name, panel=item.config.panel, variant=item.variant.id,
+        changed=item.changed, same_as="", not_run=item.not_run, n_splits=item.config.splits,
+        verdict=NOT_RUN,
+    )  # fmt: skip
 
 
 def read_sensitivity(results_dir: Path) -> pd.DataFrame | None:
@@ -65,7 +80,10 @@ def read_sensitivity(results_dir: Path) -> pd.DataFrame | None:
     if not path.is_file():
         return None
     try:
-        table = pd.read_csv(path, keep_default_na=False, na_values=[""], dtype={"panel": "Int64"})
+        text = {"changed": str, "same_as": str, "not_run": str}
+        table = pd.read_csv(
+            path, keep_default_na=False, na_values=[""], dtype={"panel": "Int64", **text}
+        )
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError):
         raise UserError(
             f"{path}: not a table genvdis wrote; delete it and rerun the sweep"
@@ -74,7 +92,8 @@ def read_sensitivity(results_dir: Path) -> pd.DataFrame | None:
     if missing:
         raise UserError(f"{path}: no column '{missing[0]}'; delete it and rerun the sweep")
     table["m_cross"] = table["m_cross"].astype("Int64")
-    table[["changed", "same_as"]] = table[["changed", "same_as"]].fillna("").astype(str)
+    text = ["changed", "same_as", "not_run"]
+    table[text] = table[text].fillna("")
     return table
 
 
@@ -100,7 +119,7 @@ def stability_blocks(results_dir: Path) -> list[Block]:
     if table is None or table.empty:
         return []
     header = ["#", "panel", "splits", "baseline verdict", "variants keeping it"]
-    header += ["variants changing it", "crossover m over the variants", "not run (same design)"]
+    header += ["variants changing it", "crossover m over the variants", "not run"]
     rows, steady = [], 0
     for name, group in table.groupby("name", sort=False):
         row, holds = _stability_row(str(name), group)
@@ -111,7 +130,8 @@ def stability_blocks(results_dir: Path) -> list[Block]:
         f"docs/sweeps.md; the numbers are in `{SENSITIVITY}`). The verdict holds under every "
         f"variant in {steady} of {len(rows)} panels. A variant that gives the baseline's "
         "design on a panel, or another variant's (e.g. a missing-value policy where nothing is "
-        "missing), is not run again, and only counted in the last column."
+        "missing), is not run again; nor is one that leaves too few rows for the panel's m "
+        "grid. Both are only counted in the last column."
     )
     return [Block("h2", text="Stability under the sweep's variants"), Block("p", text=text),
             Block("table", header=header, rows=rows)]  # fmt: skip
@@ -122,7 +142,7 @@ def _stability_row(name: str, group: pd.DataFrame) -> tuple[list[str], bool]:
     if baseline.empty:
         raise UserError(f"{SENSITIVITY}: panel '{name}' has no baseline row; rerun its sweep")
     base = baseline.iloc[0]
-    repeats = group["same_as"] != ""
+    repeats = (group["same_as"] != "") | (group["not_run"] != "")
     others = group[(group["variant"] != BASELINE) & ~repeats]  # each design once
     flips = others[~others["verdict"].eq(base["verdict"])]
     changing = "; ".join(f"`{v.variant}`: {v.verdict}" for v in flips.itertuples()) or "none"

@@ -22,7 +22,7 @@ from typing import Any
 
 import pandas as pd
 
-from genvdis import engine, results, sensitivity, variants
+from genvdis import engine, results, sensitivity, splits, variants
 from genvdis.config import ExperimentConfig
 from genvdis.errors import UserError
 from genvdis.preprocessing import PreparedData, prepare
@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 
 VARIANTS_DIR = "variants"
 INDEX = "variants.csv"
-INDEX_COLUMNS = ["variant", "changed", "same_as", "folder"]
+INDEX_COLUMNS = ["variant", "changed", "same_as", "not_run", "folder"]
 # Config fields whose whole effect is the prepared data (compared instead), and fields that
 # change no number (names, the figure's title, how splits are grouped into tasks).
 DATA_FIELDS = ("dataset", "attributes", "target", "missing")
@@ -49,6 +49,7 @@ class Planned:
     design: str
     same_as: str | None = None
     changed: str = ""  # the keys whose value differs from the baseline's
+    not_run: str = ""  # why the variant does not apply to this data, if it does not
 
     @property
     def folder(self) -> str:
@@ -100,7 +101,8 @@ def plan(
     expanded: list[tuple[Variant, ExperimentConfig]], where: str, mirror: str | None
 ) -> list[Planned]:
     """Prepare every variant's data (each raw table read once) and find repeated designs.
-    A data error names the variant."""
+    A data error names the variant; a variant whose rows are too few for the config's m grid
+    (`missing: drop` on a panel with many gaps) does not apply, and is marked not to run."""
     raw: dict[str, Any] = {}
     planned: list[Planned] = []
     base = expanded[0][1]
@@ -109,13 +111,27 @@ def plan(
         try:
             if source not in raw:
                 raw[source] = engine.load_data(config, config.data_dir, mirror)
-            design = design_key(config, prepare(raw[source], config))
+            data = prepare(raw[source], config)
         except UserError as error:
             raise UserError(f"{where}{variant.origin or 'variant'} {variant.id}: {error}") from None
-        same = next((p.variant.id for p in planned if p.design == design), None)
-        changed = variants.changed_keys(base, config, variant)
-        planned.append(Planned(variant, config, design, same, changed))
+        item = Planned(variant, config, design_key(config, data))
+        item.changed = variants.changed_keys(base, config, variant)
+        item.same_as = next((p.variant.id for p in planned if p.design == item.design), None)
+        item.not_run = _misfit(config, data)
+        if item.not_run and not planned:  # the baseline: the config itself cannot run
+            raise UserError(f"{where}{item.not_run}")
+        planned.append(item)
     return planned
+
+
+def _misfit(config: ExperimentConfig, data: PreparedData) -> str:
+    """Why the data cannot take the config's m grid ("" if they can)."""
+    try:
+        for m in config.size_grid:
+            splits.check_size(m, data.class_counts, config.test)
+    except UserError as error:
+        return str(error)
+    return ""
 
 
 # --------------------------------------------------------------------------- running
@@ -128,6 +144,9 @@ def run_planned(planned: list[Planned], out: Path, **options: Any) -> None:
         if item.same_as:
             log.info("%s: %s: same design as %s: not run again", name, variant, item.same_as)
             continue
+        if item.not_run:
+            log.info("%s: %s: does not apply, not run: %s", name, variant, item.not_run)
+            continue
         log.info("%s: variant %s (%d of %d)", name, variant, number, len(planned))
         engine.run_experiment(
             item.config, out, folder=item.folder, base_dir=item.config.data_dir, **options
@@ -135,12 +154,13 @@ def run_planned(planned: list[Planned], out: Path, **options: Any) -> None:
     write_index(planned, out)
 
 
+def _ran(item: Planned) -> str:
+    return "" if item.same_as or item.not_run else item.variant.id
+
+
 def write_index(planned: list[Planned], out: Path) -> Path:
     """variants.csv: every variant of this sweep, the keys it changes, what it repeats."""
-    rows = [
-        [p.variant.id, p.changed, p.same_as or "", "" if p.same_as else p.variant.id]
-        for p in planned
-    ]
+    rows = [[p.variant.id, p.changed, p.same_as or "", p.not_run, _ran(p)] for p in planned]
     path = out / planned[0].config.name / VARIANTS_DIR / INDEX
     with results.writing(path.parent, "the sweep's index"):
         results.atomic_write_csv(path, pd.DataFrame(rows, columns=INDEX_COLUMNS))

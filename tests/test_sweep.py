@@ -212,7 +212,7 @@ def test_an_interrupted_sweep_resumes_to_the_bytes_of_an_uninterrupted_one(swept
 def test_variants_that_change_nothing_are_recorded_not_run(swept):
     _, out = swept
     index = pd.read_csv(out / "toy" / "variants" / "variants.csv", keep_default_na=False)
-    assert list(index.columns) == ["variant", "changed", "same_as", "folder"]
+    assert list(index.columns) == ["variant", "changed", "same_as", "not_run", "folder"]
     same = dict(zip(index["variant"], index["same_as"], strict=True))
     assert same == {
         "baseline": "",
@@ -264,6 +264,29 @@ def test_a_variant_that_matters_is_not_taken_for_the_baseline(toy):
     block[-1] = {"separable": "ridge", "models.logistic_regression.C": 0.5}
     planned = sweeps.plan(variants.expand(config, variants.from_block(block, "b"), ""), "", None)
     assert [p.same_as for p in planned] == [None] * 6
+
+
+def test_a_variant_that_leaves_too_few_rows_for_the_grid_is_recorded_not_run(
+    tmp_path, toy_config, toy_csv
+):
+    table = pd.read_csv(toy_csv)
+    table.loc[:199, "region"] = ""  # 200 gaps: missing: drop leaves 100 rows, < m = 150
+    table.to_csv(tmp_path / "toy.csv", index=False)
+    config = tmp_path / "toy.yaml"
+    config.write_text(toy_config(*GRID, "missing: category"))
+    code, stderr = _cli("sweep", config, "--vary", "missing=drop,impute", "--out", tmp_path / "o")
+    assert code == 0, stderr
+    assert "toy: missing=drop: does not apply, not run: sizes: m=150 is too large for 100 rows" in (
+        stderr.splitlines()
+    )
+    rows = sensitivity.read_sensitivity(tmp_path / "o")
+    assert list(rows["verdict"].iloc[1:2]) == [sensitivity.NOT_RUN]
+    assert rows["not_run"].iloc[1] == "sizes: m=150 is too large for 100 rows"
+    assert pd.isna(rows["m_min"].iloc[1]) and rows["not_run"].iloc[2] == ""
+    assert not (tmp_path / "o" / "toy" / "variants" / "missing=drop").exists()
+    config.write_text(toy_config(*GRID, "missing: drop"))  # the baseline itself cannot run
+    code, stderr = _cli("sweep", config, "--vary", "seed=1", "--out", tmp_path / "o2")
+    assert code == 2 and stderr == f"error: {config}: sizes: m=150 is too large for 100 rows\n"
 
 
 # --------------------------------------------------------------------------- sensitivity.csv
