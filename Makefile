@@ -12,7 +12,12 @@ EXAMPLES := configs/examples/sonar-max-margin.yaml configs/examples/sonar-ridge.
 	configs/examples/ionosphere-three-models.yaml configs/examples/gnb-vs-svm.yaml \
 	configs/examples/breast-cancer-wisconsin.yaml
 
-.PHONY: install test lint format all panels examples theory plot report bench clean
+# the committed sweep (docs/sweeps.md): every panel under each variant of SWEEP, one at a time;
+# not part of `all` (it costs several times the panels)
+SWEEP := configs/sweeps/figure1.yaml
+SWEEP_SPLITS ?= 1000
+
+.PHONY: install test lint format all panels examples theory plot report sweep bench clean
 
 STAMP := $(VENV)/.installed
 
@@ -54,6 +59,10 @@ plot: $(STAMP)
 
 report: $(STAMP)
 	$(BIN)/genvdis report results/
+
+# then `make report` adds the stability table (results/sensitivity.csv)
+sweep: $(STAMP)
+	$(BIN)/genvdis sweep $(CONFIGS) --variants $(SWEEP) --splits $(SWEEP_SPLITS) --jobs $(JOBS)
 
 # speed: engine vs the per-split scikit-learn loop, then where the engine's time goes, then
 # the estimator path's overhead over a bare loop

@@ -176,6 +176,63 @@ def run(
     return Results(run_dir)
 
 
+def sweep(
+    configs: ExperimentConfig | str | Path | list,
+    *,
+    vary: list[str] | None = None,
+    variants: str | Path | None = None,
+    splits: int | None = None,
+    seed: int | None = None,
+    out: str | Path = "results",
+    mirror: str | None = None,
+    **options: Any,
+) -> pd.DataFrame:
+    """Run configs under variants of their settings, as `genvdis sweep` does (docs/sweeps.md).
+
+    Parameters
+    ----------
+    configs : ExperimentConfig, str or Path, or a list of them
+        As `run` takes one.
+    vary : list of str, optional
+        ``"KEY=V1,V2"`` items, as ``--vary`` takes them: their cross product.
+    variants : str or Path, optional
+        A YAML file holding a ``variants:`` block. Without it and `vary`, each config's own
+        ``variants:`` block.
+    splits, seed, out, mirror
+        As `run` takes them; ``options`` are `run`'s jobs, backend, scheduler, progress,
+        force and wait.
+
+    Returns
+    -------
+    DataFrame
+        The configs' rows of ``<out>/sensitivity.csv``: one per config and variant, the
+        baseline first; each variant's files are in ``<out>/<name>/variants/<id>/``.
+
+    Examples
+    --------
+    >>> import genvdis
+    >>> table = genvdis.sweep("pima", vary=["split=random"], splits=20, out="results")
+    >>> list(table["variant"])
+    ['baseline', 'split=random']
+    """
+    from genvdis import builtin, sweeps
+    from genvdis.config import ExperimentConfig
+
+    run_options = {k: options[k] for k in ("jobs", "backend", "scheduler") if k in options}
+    check_run_options(splits=splits, seed=seed, **run_options)
+    sources = configs if isinstance(configs, list) else [configs]
+    given = sweeps.given_variants(list(vary or []), variants)
+    plans = []
+    for source in sources:
+        path = None if isinstance(source, ExperimentConfig) else builtin.resolve(source, "panel")
+        config = source if path is None else load_config(source)
+        config = config.with_overrides(splits=splits, seed=seed)
+        where = str(config.name if path is None else source)
+        plans.append(sweeps.plan_config(config, where, path, given, mirror))
+    options = {"progress": False, **options}  # as `run`: a progress bar only if asked for
+    return sweeps.run_sweeps(plans, Path(out), mirror=mirror, **options)
+
+
 def open_results(path: str | Path) -> Results:
     """The results of a finished run, from its folder (one that holds summary.csv).
 

@@ -47,6 +47,11 @@ AllowImport = Annotated[
 Wait = Annotated[
     bool, typer.Option("--wait", help="If another run is using a run folder, wait for it.")
 ]
+SeedOption = Annotated[int | None, typer.Option("--seed", help="Random seed (default: config).")]
+Backend = Annotated[str, typer.Option(help="loky, threading or dask.")]
+Scheduler = Annotated[
+    str | None, typer.Option(help="dask scheduler address (default: a local cluster).")
+]
 Force = Annotated[
     bool,
     typer.Option(
@@ -170,12 +175,10 @@ def run(
     configs: RunConfigs,
     splits: Splits = None,
     jobs: Jobs = 1,
-    seed: Annotated[int | None, typer.Option(help="Random seed (default: config).")] = None,
+    seed: SeedOption = None,
     out: Out = Path("results"),
-    backend: Annotated[str, typer.Option(help="loky, threading or dask.")] = "loky",
-    scheduler: Annotated[
-        str | None, typer.Option(help="dask scheduler address (default: a local cluster).")
-    ] = None,
+    backend: Backend = "loky",
+    scheduler: Scheduler = None,
     mirror: Mirror = None,
     quiet: Quiet = False,
     wait: Wait = False,
@@ -202,6 +205,43 @@ def run(
                 raise
             raise UserError(f"{path}: {error}") from None
         log.info("%s: wrote %s", config.name, done.path)
+
+
+@app.command()
+@_guarded
+def sweep(
+    configs: RunConfigs,
+    vary: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--vary",
+            help="KEY=V1,V2: a config key (dotted, or separable, laplace, continuous, bins) and "
+            "its values; several --vary: their cross product.",
+        ),
+    ] = None,
+    variants: Annotated[
+        Path | None, typer.Option(help="A YAML file with a variants: block (docs/sweeps.md).")
+    ] = None,
+    splits: Splits = None,
+    jobs: Jobs = 1,
+    seed: SeedOption = None,
+    out: Out = Path("results"),
+    backend: Backend = "loky",
+    scheduler: Scheduler = None,
+    mirror: Mirror = None,
+    quiet: Quiet = False,
+    wait: Wait = False,
+    force: Force = False,
+) -> None:
+    """Run configs under variants of their settings: <out>/<name>/variants/, sensitivity.csv."""
+    from genvdis import api
+
+    table = api.sweep(
+        configs, vary=vary, variants=variants, splits=splits, seed=seed, out=out, mirror=mirror,
+        jobs=jobs, backend=backend, scheduler=scheduler, progress=_start_run(quiet),
+        force=force, wait=wait,
+    )  # fmt: skip
+    log.info("wrote %s: %d variants", out / "sensitivity.csv", len(table))
 
 
 @app.command()
@@ -308,12 +348,13 @@ def validate(
     ],
     allow_import: AllowImport = None,
 ) -> None:
-    """Check configs (run or theory; schema, dataset name, estimators) without fetching or
-    running."""
+    """Check configs (run or theory; schema, dataset name, estimators, variants) without
+    fetching or running."""
     from genvdis import builtin, datasets, estimators
-    from genvdis.config import is_theory_config, parse_config, read_yaml
+    from genvdis.config import VARIANTS_KEY, is_theory_config, parse_config, read_yaml
     from genvdis.errors import UserError
     from genvdis.theory import parse_theory_config
+    from genvdis.variants import check_block
 
     for path in configs:
         data = read_yaml(builtin.resolve(path))
@@ -321,6 +362,7 @@ def validate(
             theory = parse_theory_config(data, str(path))
             typer.echo(f"{path}: ok (theory {theory.name}, {len(theory.n)} values of n)")
             continue
+        block = data.pop(VARIANTS_KEY, None) if isinstance(data, dict) else None
         config = parse_config(data, str(path))
         if isinstance(config.dataset, str):
             datasets.get_info(config.dataset)
@@ -328,7 +370,9 @@ def validate(
             estimators.check_config(config, allow_import or ())
         except UserError as error:
             raise UserError(f"{path}: {error}") from None
-        typer.echo(f"{path}: ok ({config.name}, {len(config.size_grid)} sizes)")
+        n = check_block(config, block, path)
+        more = f", {n} variants" if n else ""
+        typer.echo(f"{path}: ok ({config.name}, {len(config.size_grid)} sizes{more})")
 
 
 @app.command("configs")

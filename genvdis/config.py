@@ -41,6 +41,10 @@ NAME_PATTERN, MAX_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", 100
 # Files genvdis writes at the top of a results folder, beside the run folders (compared
 # ignoring case, as macOS and Windows file systems do).
 RESULTS_FILES = ("REPORT.md", "REPORT.html", "analysis.csv", "figure1.png", "figure1.pdf")
+RESULTS_FILES += ("sensitivity.csv",)
+# A config's `variants:` block is for `genvdis sweep` (genvdis/variants.py); `run` runs the
+# config itself, the sweep's baseline.
+VARIANTS_KEY = "variants"
 
 
 class StrictModel(BaseModel):
@@ -479,7 +483,10 @@ def is_theory_config(data: Any) -> bool:
 def load_config(path: str | Path) -> ExperimentConfig:
     """Read and validate a run config; a relative `dataset.path` in it is read from the
     config file's folder."""
-    config = parse_config(read_yaml(path), str(path))
+    data = read_yaml(path)
+    if isinstance(data, dict):
+        data = {key: value for key, value in data.items() if key != VARIANTS_KEY}
+    config = parse_config(data, str(path))
     dataset = config.dataset
     if isinstance(dataset, FileDataset) and dataset.path and not Path(dataset.path).is_absolute():
         config._data_dir = Path(path).parent  # only then: other configs compare equal as read

@@ -491,12 +491,14 @@ def run_experiment(
     force: bool = False,
     wait: bool = False,
     allow_imports: tuple[str, ...] = (),
+    folder: str | None = None,
 ) -> Path:
-    """Run (or resume) one config; returns the run folder holding the CSVs. The folder is
+    """Run (or resume) one config; returns the run folder holding the CSVs, `<out_dir>/<folder
+    or the config's name>` (a sweep's variants: `<name>/variants/<id>`). The folder is
     locked for the whole run (another run on it is refused, or with `wait` waited for);
     `force` runs what the planner (genvdis.planning) would refuse, on as many workers as asked;
     `allow_imports` are import prefixes estimator entries may use besides sklearn."""
-    run_dir = results.prepare_output(out_dir, config.name)
+    run_dir = results.prepare_output(out_dir, folder or config.name)
     estimators.check_config(config, allow_imports)
     if isinstance(config.dataset, SyntheticSource):
         spec = config.dataset.synthetic
