@@ -7,12 +7,18 @@ SPLITS ?= 1000
 CONFIGS := $(filter-out configs/theory-%.yaml,$(wildcard configs/*.yaml))
 THEORY := $(wildcard configs/theory-*.yaml)
 # the examples whose results are committed (results/examples/): other rules for separable sets,
-# a third model, and ten classes (optdigits)
+# a third model, scikit-learn estimators, scikit-learn's bundled breast cancer data, and ten
+# classes (optdigits)
 EXAMPLES := configs/examples/sonar-max-margin.yaml configs/examples/sonar-ridge.yaml \
-	configs/examples/optdigits-10class.yaml \
-	configs/examples/ionosphere-three-models.yaml
+	configs/examples/ionosphere-three-models.yaml configs/examples/gnb-vs-svm.yaml \
+	configs/examples/breast-cancer-wisconsin.yaml configs/examples/optdigits-10class.yaml
 
-.PHONY: install test lint format all panels examples theory plot report bench clean
+# the committed sweep (docs/sweeps.md): every panel under each variant of SWEEP, one at a time;
+# not part of `all` (it costs several times the panels)
+SWEEP := configs/sweeps/figure1.yaml
+SWEEP_SPLITS ?= 1000
+
+.PHONY: install test lint format all panels examples theory plot report sweep bench clean
 
 STAMP := $(VENV)/.installed
 
@@ -55,11 +61,17 @@ plot: $(STAMP)
 report: $(STAMP)
 	$(BIN)/genvdis report results/
 
-# speed: engine vs the per-split scikit-learn loop, then where the engine's time goes
+# then `make report` adds the stability table (results/sensitivity.csv)
+sweep: $(STAMP)
+	$(BIN)/genvdis sweep $(CONFIGS) --variants $(SWEEP) --splits $(SWEEP_SPLITS) --jobs $(JOBS)
+
+# speed: engine vs the per-split scikit-learn loop, then where the engine's time goes, then
+# the estimator path's overhead over a bare loop
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_engine.py --splits 250
 	$(BIN)/python benchmarks/profile_engine.py --splits 250
 	$(BIN)/python benchmarks/bench_layouts.py
+	$(BIN)/python benchmarks/bench_estimators.py --splits 50
 
 clean:
 	rm -rf results/*/.checkpoints build dist *.egg-info .pytest_cache .ruff_cache

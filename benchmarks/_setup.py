@@ -7,7 +7,8 @@ from typing import NamedTuple
 
 from genvdis.config import ExperimentConfig, load_config
 from genvdis.engine import EncodedData, Protocol, load_data
-from genvdis.models import LinearModel, build_model
+from genvdis.estimators import build_models
+from genvdis.models import LinearModel
 from genvdis.preprocessing import PreparedData, prepare
 
 
@@ -23,5 +24,5 @@ def load(path: str) -> Setup:
     """The config at `path` with its data (from the cache or `GENVDIS_MIRROR`), ready to run."""
     config = load_config(path)
     data = prepare(load_data(config), config)
-    models = [build_model(spec, data.layout) for spec in config.models]
+    models = build_models(config.models, data.layout)
     return Setup(config, data, EncodedData.from_prepared(data), models, Protocol.of(config))

@@ -1,6 +1,6 @@
 """genvdis: naive Bayes vs. logistic regression learning curves (Ng & Jordan, 2001).
 
-The public API (see README "Python API"): `load_config`, `run`, `open_results`, `Results`,
+The public API (see README "Python API"): `load_config`, `run`, `sweep`, `open_results`, `Results`,
 `builtin_configs` and `UserError`. Importing genvdis loads none of the numeric libraries: each
 name is imported from its module on first use. `__version__` is pyproject.toml's, read from the
 installed package's metadata on first use (importlib.metadata costs more than genvdis itself).
@@ -11,19 +11,21 @@ from __future__ import annotations
 import importlib
 
 __all__ = ["Results", "UserError", "builtin_configs", "load_config", "open_results", "run"]
+__all__ += ["sweep"]
 
 _HOMES = {
     "Results": "genvdis.api",
     "load_config": "genvdis.api",
     "open_results": "genvdis.api",
     "run": "genvdis.api",
+    "sweep": "genvdis.api",
     "builtin_configs": "genvdis.builtin",
     "UserError": "genvdis.errors",
 }
 
 TYPE_CHECKING = False  # without importing typing (most of import genvdis's time otherwise)
 if TYPE_CHECKING:
-    from genvdis.api import Results, load_config, open_results, run
+    from genvdis.api import Results, load_config, open_results, run, sweep
     from genvdis.builtin import builtin_configs
     from genvdis.errors import UserError
 

@@ -7,6 +7,7 @@ Heavy libraries are imported inside the functions: `import genvdis` stays cheap.
 
 from __future__ import annotations
 
+import os
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 from genvdis.errors import UserError
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     import pandas as pd
     from matplotlib.axes import Axes
 
@@ -61,13 +64,14 @@ def check_run_options(
     splits: int | None = None,
     seed: int | None = None,
     scheduler: str | None = None,
+    allow_imports: Iterable[str] = (),
 ) -> None:
     """Check run options before anything runs (`genvdis run` checks them before it reads
     any config).
 
     Parameters
     ----------
-    jobs, backend, splits, seed, scheduler
+    jobs, backend, splits, seed, scheduler, allow_imports
         As `run` takes them.
 
     Raises
@@ -83,6 +87,7 @@ def check_run_options(
     Traceback (most recent call last):
     genvdis.errors.UserError: --jobs must be >= 1
     """
+    from genvdis import estimators
     from genvdis.config import MAX_SEED
 
     if jobs < 1:
@@ -95,6 +100,8 @@ def check_run_options(
         raise UserError(f"--seed must be from 0 to 2^63 - 1 = {MAX_SEED}, not {seed}")
     if scheduler and backend != "dask":
         raise UserError("--scheduler needs --backend dask")
+    if allow_imports or os.environ.get(estimators.ALLOW_ENV):
+        estimators.allowed_prefixes(allow_imports)
 
 
 def run(
@@ -110,6 +117,7 @@ def run(
     progress: bool = False,
     force: bool = False,
     wait: bool = False,
+    allow_imports: Iterable[str] = (),
 ) -> Results:
     """Run (or resume, or find finished) one config's experiment, as `genvdis run` does.
 
@@ -133,6 +141,9 @@ def run(
         Run beyond the work, memory and size bounds, and on more workers than cores.
     wait : bool
         If another run holds the run folder, wait for it instead of raising `UserError`.
+    allow_imports : iterable of str
+        Import prefixes (packages) that estimator entries may name besides ``sklearn``, as
+        ``--allow-import`` (``$GENVDIS_ALLOW_IMPORTS`` adds more); see docs/config.md.
 
     Returns
     -------
@@ -150,15 +161,76 @@ def run(
     from genvdis import engine
     from genvdis.config import ExperimentConfig
 
-    check_run_options(jobs=jobs, backend=backend, splits=splits, seed=seed, scheduler=scheduler)
+    check_run_options(
+        jobs=jobs, backend=backend, splits=splits, seed=seed, scheduler=scheduler,
+        allow_imports=allow_imports,
+    )  # fmt: skip
     if not isinstance(config, ExperimentConfig):
         config = load_config(config)
     config = config.with_overrides(splits=splits, seed=seed)
     run_dir = engine.run_experiment(
         config, Path(out), jobs=jobs, backend=backend, scheduler=scheduler, mirror=mirror,
         base_dir=config.data_dir, progress=progress, force=force, wait=wait,
+        allow_imports=tuple(allow_imports),
     )  # fmt: skip
     return Results(run_dir)
+
+
+def sweep(
+    configs: ExperimentConfig | str | Path | list,
+    *,
+    vary: list[str] | None = None,
+    variants: str | Path | None = None,
+    splits: int | None = None,
+    seed: int | None = None,
+    out: str | Path = "results",
+    mirror: str | None = None,
+    **options: Any,
+) -> pd.DataFrame:
+    """Run configs under variants of their settings, as `genvdis sweep` does (docs/sweeps.md).
+
+    Parameters
+    ----------
+    configs : ExperimentConfig, str or Path, or a list of them
+        As `run` takes one.
+    vary : list of str, optional
+        ``"KEY=V1,V2"`` items, as ``--vary`` takes them: their cross product.
+    variants : str or Path, optional
+        A YAML file holding a ``variants:`` block. Without it and `vary`, each config's own
+        ``variants:`` block.
+    splits, seed, out, mirror
+        As `run` takes them; ``options`` are `run`'s jobs, backend, scheduler, progress,
+        force and wait.
+
+    Returns
+    -------
+    DataFrame
+        The configs' rows of ``<out>/sensitivity.csv``: one per config and variant, the
+        baseline first; each variant's files are in ``<out>/<name>/variants/<id>/``.
+
+    Examples
+    --------
+    >>> import genvdis
+    >>> table = genvdis.sweep("pima", vary=["split=random"], splits=20, out="results")
+    >>> list(table["variant"])
+    ['baseline', 'split=random']
+    """
+    from genvdis import builtin, sweeps
+    from genvdis.config import ExperimentConfig
+
+    run_options = {k: options[k] for k in ("jobs", "backend", "scheduler") if k in options}
+    check_run_options(splits=splits, seed=seed, **run_options)
+    sources = configs if isinstance(configs, list) else [configs]
+    given = sweeps.given_variants(list(vary or []), variants)
+    plans = []
+    for source in sources:
+        path = None if isinstance(source, ExperimentConfig) else builtin.resolve(source, "panel")
+        config = source if path is None else load_config(source)
+        config = config.with_overrides(splits=splits, seed=seed)
+        where = str(config.name if path is None else source)
+        plans.append(sweeps.plan_config(config, where, path, given, mirror))
+    options = {"progress": False, **options}  # as `run`: a progress bar only if asked for
+    return sweeps.run_sweeps(plans, Path(out), mirror=mirror, **options)
 
 
 def open_results(path: str | Path) -> Results:
@@ -245,7 +317,8 @@ class Results:
         >>> import genvdis
         >>> res = genvdis.run("pima", splits=20, out="results")
         >>> list(res.summary.columns)
-        ['model', 'm', 'n_splits', 'mean', 'std', 'sem', 'ci_low', 'ci_high', 'frac_separable']
+        ['model', 'm', 'n_splits', 'mean', 'std', 'sem', 'ci_low', 'ci_high', 'frac_separable',
+         'warnings']
         """
         from genvdis.runfiles import read_summary
 

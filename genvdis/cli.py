@@ -37,8 +37,20 @@ Out = Annotated[Path, typer.Option(help="Results folder.")]
 RunConfigs = Annotated[
     list[str], typer.Argument(help="YAML config files, or built-in names (genvdis configs).")
 ]
+AllowImport = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--allow-import",
+        help="Let estimator entries import from this package too (besides sklearn); repeatable.",
+    ),
+]
 Wait = Annotated[
     bool, typer.Option("--wait", help="If another run is using a run folder, wait for it.")
+]
+SeedOption = Annotated[int | None, typer.Option("--seed", help="Random seed (default: config).")]
+Backend = Annotated[str, typer.Option(help="loky, threading or dask.")]
+Scheduler = Annotated[
+    str | None, typer.Option(help="dask scheduler address (default: a local cluster).")
 ]
 Force = Annotated[
     bool,
@@ -163,16 +175,15 @@ def run(
     configs: RunConfigs,
     splits: Splits = None,
     jobs: Jobs = 1,
-    seed: Annotated[int | None, typer.Option(help="Random seed (default: config).")] = None,
+    seed: SeedOption = None,
     out: Out = Path("results"),
-    backend: Annotated[str, typer.Option(help="loky, threading or dask.")] = "loky",
-    scheduler: Annotated[
-        str | None, typer.Option(help="dask scheduler address (default: a local cluster).")
-    ] = None,
+    backend: Backend = "loky",
+    scheduler: Scheduler = None,
     mirror: Mirror = None,
     quiet: Quiet = False,
     wait: Wait = False,
     force: Force = False,
+    allow_import: AllowImport = None,
 ) -> None:
     """Run the protocol: S random splits per m, every model, errors and summary CSVs."""
     from genvdis import api
@@ -180,6 +191,7 @@ def run(
 
     progress = _start_run(quiet)
     options = dict(jobs=jobs, backend=backend, scheduler=scheduler)
+    options["allow_imports"] = allow_import or ()
     api.check_run_options(splits=splits, seed=seed, **options)
     loaded = [api.load_config(path).with_overrides(splits=splits, seed=seed) for path in configs]
     for path, config in zip(configs, loaded, strict=True):
@@ -193,6 +205,43 @@ def run(
                 raise
             raise UserError(f"{path}: {error}") from None
         log.info("%s: wrote %s", config.name, done.path)
+
+
+@app.command()
+@_guarded
+def sweep(
+    configs: RunConfigs,
+    vary: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--vary",
+            help="KEY=V1,V2: a config key (dotted, or separable, laplace, continuous, bins) and "
+            "its values; several --vary: their cross product.",
+        ),
+    ] = None,
+    variants: Annotated[
+        Path | None, typer.Option(help="A YAML file with a variants: block (docs/sweeps.md).")
+    ] = None,
+    splits: Splits = None,
+    jobs: Jobs = 1,
+    seed: SeedOption = None,
+    out: Out = Path("results"),
+    backend: Backend = "loky",
+    scheduler: Scheduler = None,
+    mirror: Mirror = None,
+    quiet: Quiet = False,
+    wait: Wait = False,
+    force: Force = False,
+) -> None:
+    """Run configs under variants of their settings: <out>/<name>/variants/, sensitivity.csv."""
+    from genvdis import api
+
+    table = api.sweep(
+        configs, vary=vary, variants=variants, splits=splits, seed=seed, out=out, mirror=mirror,
+        jobs=jobs, backend=backend, scheduler=scheduler, progress=_start_run(quiet),
+        force=force, wait=wait,
+    )  # fmt: skip
+    log.info("wrote %s: %d variants", out / "sensitivity.csv", len(table))
 
 
 @app.command()
@@ -297,11 +346,15 @@ def validate(
     configs: Annotated[
         list[str], typer.Argument(help="YAML config files, or built-in names (genvdis configs).")
     ],
+    allow_import: AllowImport = None,
 ) -> None:
-    """Check configs (run or theory; schema, dataset name) without fetching or running."""
-    from genvdis import builtin, datasets
-    from genvdis.config import is_theory_config, parse_config, read_yaml
+    """Check configs (run or theory; schema, dataset name, estimators, variants) without
+    fetching or running."""
+    from genvdis import builtin, datasets, estimators
+    from genvdis.config import VARIANTS_KEY, is_theory_config, parse_config, read_yaml
+    from genvdis.errors import UserError
     from genvdis.theory import parse_theory_config
+    from genvdis.variants import check_block
 
     for path in configs:
         data = read_yaml(builtin.resolve(path))
@@ -309,10 +362,17 @@ def validate(
             theory = parse_theory_config(data, str(path))
             typer.echo(f"{path}: ok (theory {theory.name}, {len(theory.n)} values of n)")
             continue
+        block = data.pop(VARIANTS_KEY, None) if isinstance(data, dict) else None
         config = parse_config(data, str(path))
         if isinstance(config.dataset, str):
             datasets.get_info(config.dataset)
-        typer.echo(f"{path}: ok ({config.name}, {len(config.size_grid)} sizes)")
+        try:
+            estimators.check_config(config, allow_import or ())
+        except UserError as error:
+            raise UserError(f"{path}: {error}") from None
+        n = check_block(config, block, path)
+        more = f", {n} variants" if n else ""
+        typer.echo(f"{path}: ok ({config.name}, {len(config.size_grid)} sizes{more})")
 
 
 @app.command("configs")

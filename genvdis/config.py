@@ -6,6 +6,7 @@ the config file and the field, so the CLI can print it on one line.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -15,8 +16,10 @@ from pydantic import (
     BaseModel,
     BeforeValidator,
     ConfigDict,
+    Discriminator,
     Field,
     PrivateAttr,
+    Tag,
     ValidationError,
     field_validator,
     model_serializer,
@@ -39,6 +42,10 @@ NAME_PATTERN, MAX_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", 100
 # Files genvdis writes at the top of a results folder, beside the run folders (compared
 # ignoring case, as macOS and Windows file systems do).
 RESULTS_FILES = ("REPORT.md", "REPORT.html", "analysis.csv", "figure1.png", "figure1.pdf")
+RESULTS_FILES += ("sensitivity.csv",)
+# A config's `variants:` block is for `genvdis sweep` (genvdis/variants.py); `run` runs the
+# config itself, the sweep's baseline.
+VARIANTS_KEY = "variants"
 
 
 class StrictModel(BaseModel):
@@ -136,7 +143,30 @@ class SyntheticSource(StrictModel):
     synthetic: SyntheticDataset
 
 
-DatasetSpec = str | FileDataset | SyntheticSource
+class SklearnSource(StrictModel):
+    """One of scikit-learn's bundled datasets, `sklearn.datasets.<load_*>()`: no download
+    (checked in `ExperimentConfig`, so the error names `dataset`)."""
+
+    sklearn: str
+
+
+def bundled_loader(name: str) -> str:
+    """A `dataset: {sklearn: ...}` name: a bundled loader (load_*), never a download."""
+    if name.startswith("fetch_"):
+        raise ValueError(
+            f"sklearn.datasets.{name} downloads from the network; only scikit-learn's bundled "
+            "datasets (load_*, e.g. load_breast_cancer) need none: for others download the "
+            "file and give its path"
+        )
+    if not re.fullmatch(r"load_[a-z0-9_]+", name):
+        raise ValueError(
+            f"'{name}' is not a sklearn.datasets loader: give a load_* function's name, e.g. "
+            "load_breast_cancer"
+        )
+    return name
+
+
+DatasetSpec = str | FileDataset | SyntheticSource | SklearnSource
 
 
 # --- target, preprocessing ------------------------------------------------------------------
@@ -235,8 +265,70 @@ class LDASpec(StrictModel):
     epsilon: float = Field(default=1e-4, ge=0)
 
 
+BUILTIN_MODELS = ("naive_bayes", "logistic_regression", "lda")
+# A dotted import path (module.Class); which ones may be imported is genvdis/estimators.py's
+# allow-list, checked before anything is imported.
+IMPORT_PATH = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$"
+MODEL_NAME = r"^[A-Za-z][A-Za-z0-9_.-]*$"
+
+
+class EstimatorSpec(StrictModel):
+    """Any classifier with fit/predict, named by import path (genvdis/estimators.py): fitted
+    and scored per split on the same rows as the built-in models. `name` labels its rows."""
+
+    name: str = Field(pattern=MODEL_NAME, max_length=50)
+    estimator: str = Field(pattern=IMPORT_PATH, max_length=200)
+    params: dict[str, Any] = Field(default_factory=dict)
+    encoding: Literal["onehot", "ordinal"] = "onehot"
+
+    @field_validator("name", mode="after")
+    @classmethod
+    def _not_builtin(cls, name: str) -> str:
+        if name in BUILTIN_MODELS:
+            raise ValueError(f"'{name}' is a built-in model's name; call the estimator otherwise")
+        return name
+
+    @field_validator("params", mode="after")
+    @classmethod
+    def _seeded(cls, params: dict[str, Any]) -> dict[str, Any]:
+        if "random_state" in params and not isinstance(params["random_state"], int):
+            raise ValueError(
+                "random_state must be an integer, or left out (genvdis then derives one per "
+                "split); anything else would make the results irreproducible"
+            )
+        return params
+
+
+class UnknownModel(StrictModel):
+    """A `models` entry that is neither a built-in model nor an estimator: always an error,
+    one that names the entry."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse(cls, entry: Any) -> Any:
+        name = entry.get("name") if isinstance(entry, dict) else entry
+        what = f"'{name}' is not a built-in model" if name else "no model named"
+        raise ValueError(
+            f"{what} (naive_bayes, logistic_regression, lda); an estimator entry is "
+            "{name: ..., estimator: <import path>}"
+        )
+
+
+def _model_kind(entry: Any) -> str:
+    """Which schema a `models` entry follows: an estimator's if it names one, else its name's."""
+    if isinstance(entry, EstimatorSpec) or (isinstance(entry, dict) and "estimator" in entry):
+        return "estimator"
+    name = entry.get("name") if isinstance(entry, dict) else getattr(entry, "name", None)
+    return name if name in BUILTIN_MODELS else "unknown"
+
+
 ModelSpec = Annotated[
-    NaiveBayesSpec | LogisticRegressionSpec | LDASpec, Field(discriminator="name")
+    Annotated[NaiveBayesSpec, Tag("naive_bayes")]
+    | Annotated[LogisticRegressionSpec, Tag("logistic_regression")]
+    | Annotated[LDASpec, Tag("lda")]
+    | Annotated[EstimatorSpec, Tag("estimator")]
+    | Annotated[UnknownModel, Tag("unknown")],
+    Discriminator(_model_kind),
 ]
 
 
@@ -303,6 +395,13 @@ class ExperimentConfig(StrictModel):
             raise ValueError("needs at least one training-set size")
         if min(grid) < 2:
             raise ValueError("every size must be >= 2 (one example of each class)")
+        return value
+
+    @field_validator("dataset", mode="after")
+    @classmethod
+    def _dataset(cls, value: DatasetSpec) -> DatasetSpec:
+        if isinstance(value, SklearnSource):
+            bundled_loader(value.sklearn)
         return value
 
     @field_validator("attributes", mode="after")
@@ -412,7 +511,10 @@ def is_theory_config(data: Any) -> bool:
 def load_config(path: str | Path) -> ExperimentConfig:
     """Read and validate a run config; a relative `dataset.path` in it is read from the
     config file's folder."""
-    config = parse_config(read_yaml(path), str(path))
+    data = read_yaml(path)
+    if isinstance(data, dict):
+        data = {key: value for key, value in data.items() if key != VARIANTS_KEY}
+    config = parse_config(data, str(path))
     dataset = config.dataset
     if isinstance(dataset, FileDataset) and dataset.path and not Path(dataset.path).is_absolute():
         config._data_dir = Path(path).parent  # only then: other configs compare equal as read

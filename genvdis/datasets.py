@@ -14,6 +14,7 @@ ten-line parser. Users' own files (a local CSV/TSV, or a URL pinned by sha256) g
 
 from __future__ import annotations
 
+import hashlib
 import re
 import shlex
 from collections.abc import Callable
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pooch
 
@@ -383,6 +385,40 @@ def load_file_dataset(spec: FileDataset, *, base_dir: Path = Path(".")) -> RawDa
     )
 
 
+def load_sklearn(name: str) -> RawData:
+    """One of scikit-learn's bundled tables, `sklearn.datasets.<name>()`: its features, and
+    the label twice: `target` (scikit-learn's class codes, or values) and, when the Bunch
+    names its classes, `target_name`, the default label column."""
+    import sklearn
+    import sklearn.datasets
+
+    where = f"dataset: sklearn.datasets.{name}"
+    loader = getattr(sklearn.datasets, name, None)
+    if not callable(loader):
+        raise UserError(f"{where}: no such loader in scikit-learn {sklearn.__version__}")
+    try:
+        bunch = loader()
+    except TypeError as error:
+        raise UserError(f"{where}: not a bundled table ({error})") from None
+    if not all(hasattr(bunch, key) for key in ("data", "target", "feature_names")):
+        raise UserError(f"{where}: not a table (it gives no data, target and feature_names)")
+    X, y = np.asarray(bunch.data, dtype=float), np.asarray(bunch.target)
+    frame = pd.DataFrame(X, columns=[str(c) for c in bunch.feature_names])
+    frame["target"] = y.astype(str)
+    names = getattr(bunch, "target_names", None)
+    if names is not None and np.issubdtype(y.dtype, np.integer):
+        frame["target_name"] = np.asarray(names).astype(str)[y]
+    attributes = {column: _infer_kind(frame[column]) for column in frame.columns[: X.shape[1]]}
+    digest = hashlib.sha256(np.ascontiguousarray(X).tobytes() + y.tobytes()).hexdigest()
+    return RawData(
+        frame=frame,
+        attributes=attributes,
+        target=frame.columns[-1],
+        checksums={f"sklearn.datasets.{name}": digest},
+        source=f"scikit-learn {sklearn.__version__}: sklearn.datasets.{name}()",
+    )
+
+
 def dataset_table() -> pd.DataFrame:
     """One row per registered dataset: what `genvdis datasets` prints (needs no download)."""
     rows = []
@@ -421,5 +457,6 @@ __all__ = [
     "get_info",
     "load_file_dataset",
     "load_registered",
+    "load_sklearn",
     "summarize",
 ]

@@ -26,16 +26,22 @@ from genvdis import (
     __version__,
     backends,
     datasets,
+    estimators,
     multiclass,
     planning,
     results,
     runlock,
     splits,
     streams,
-)  # fmt: skip
-from genvdis.config import ExperimentConfig, FileDataset, SyntheticSource
+)
+from genvdis.config import (
+    ExperimentConfig,
+    FileDataset,
+    SklearnSource,
+    SyntheticSource,
+)
 from genvdis.errors import UserError
-from genvdis.models import BatchFit, LinearModel, build_model
+from genvdis.models import BatchFit, LinearModel
 from genvdis.planning import Plan, plan_tasks
 from genvdis.preprocessing import FeatureLayout, PreparedData, prepare
 
@@ -372,13 +378,16 @@ def load_data(
         from genvdis import synthetic
 
         return synthetic.load_synthetic(source.synthetic)
+    if isinstance(source, SklearnSource):
+        return datasets.load_sklearn(source.sklearn)
     raise UserError(f"dataset: unsupported source {source!r}")
 
 
 def run_block(
-    data: EncodedData, models: list[LinearModel], m: int, block: range, protocol: Protocol
+    data: EncodedData, models: list, m: int, block: range, protocol: Protocol
 ) -> pd.DataFrame:
-    """Fit every model on splits `block` at size m; one row per model and split."""
+    """Fit every model on splits `block` at size m; one row per model and split. The built-in
+    models fit all splits at once; estimator entries split by split, on the same rows."""
     with one_thread():  # deterministic BLAS, and no oversubscription across workers
         S = len(block)
         if protocol.test == "rest":  # test on every other row
@@ -389,33 +398,53 @@ def run_block(
                 data.y, m, protocol.seed, block, protocol.policy, protocol.test
             )
             n_test = test_mask.sum(axis=1)
-        # every model starts its split's stream afresh: its draws never depend on another's
-        keys = streams.stream_keys(protocol.seed, m, block, stream=1)
-        fits = []
+        linear = [model for model in models if isinstance(model, LinearModel)]
+        errors, separable = _fit_linear(data, linear, m, block, protocol, train, test_mask)
+        warned = {}
         for model in models:
-            Z = data.reference if model.reference_coding else data.onehot
-            fits.append(model.fit_batch(Z, data.y, train, keys))
-        classifiers = [
-            data.as_onehot(fit, model.reference_coding)
-            for fit, model in zip(fits, models, strict=True)
-        ]
-        if isinstance(models[0], multiclass.MultiModel):  # K classes: argmax of the scores
-            rows = np.column_stack([data.onehot, np.ones(len(data.y))])
-            errors = multiclass.count_errors(rows, data.y, np.vstack(classifiers), train, test_mask)
-        else:
-            errors = count_errors(data, np.vstack(classifiers), train, test_mask)
-        errors = errors.reshape(len(models), S)
-    return pd.DataFrame(
+            if isinstance(model, estimators.EstimatorModel):
+                errors[model.name], warned[model.name] = estimators.score_block(
+                    model, data.onehot, data.y, train, test_mask, protocol.seed, block
+                )
+    frame = pd.DataFrame(
         {
             "model": np.repeat([model.name for model in models], S),
             "m": m,
             "split": np.tile(np.arange(block.start, block.stop), len(models)),
             "n_test": np.tile(n_test, len(models)),
-            "errors": errors.ravel(),
-            "error": errors.ravel() / np.tile(n_test, len(models)),
-            "separable": np.concatenate([fit.separable for fit in fits]),
+            "errors": np.concatenate([errors[model.name] for model in models]),
         }
     )
+    frame["error"] = frame["errors"].to_numpy() / frame["n_test"].to_numpy()
+    none = np.zeros(S, dtype=np.int64)
+    frame["separable"] = np.concatenate([separable.get(x.name, none > 0) for x in models])
+    if warned:  # runs with estimator entries only: other runs' files stay as they were
+        frame[results.WARNINGS] = np.concatenate([warned.get(x.name, none) for x in models])
+    return frame
+
+
+def _fit_linear(data, models, m, block, protocol, train, test_mask) -> tuple[dict, dict]:
+    """The built-in models' test errors and separability on a block, by name."""
+    if not models:
+        return {}, {}
+    # every model starts its split's stream afresh: its draws never depend on another's
+    keys = streams.stream_keys(protocol.seed, m, block, stream=1)
+    fits = []
+    for model in models:
+        Z = data.reference if model.reference_coding else data.onehot
+        fits.append(model.fit_batch(Z, data.y, train, keys))
+    classifiers = [
+        data.as_onehot(fit, model.reference_coding) for fit, model in zip(fits, models, strict=True)
+    ]
+    if isinstance(models[0], multiclass.MultiModel):  # K classes: argmax of the scores
+        rows = np.column_stack([data.onehot, np.ones(len(data.y))])
+        errors = multiclass.count_errors(rows, data.y, np.vstack(classifiers), train, test_mask)
+    else:
+        errors = count_errors(data, np.vstack(classifiers), train, test_mask)
+    errors = errors.reshape(len(models), len(block))
+    names = [model.name for model in models]
+    separable = {name: fit.separable for name, fit in zip(names, fits, strict=True)}
+    return dict(zip(names, errors, strict=True)), separable
 
 
 def resolve(config: ExperimentConfig, data: PreparedData) -> dict:
@@ -469,11 +498,16 @@ def run_experiment(
     progress: bool = True,
     force: bool = False,
     wait: bool = False,
+    allow_imports: tuple[str, ...] = (),
+    folder: str | None = None,
 ) -> Path:
-    """Run (or resume) one config; returns the run folder holding the CSVs. The folder is
+    """Run (or resume) one config; returns the run folder holding the CSVs, `<out_dir>/<folder
+    or the config's name>` (a sweep's variants: `<name>/variants/<id>`). The folder is
     locked for the whole run (another run on it is refused, or with `wait` waited for);
-    `force` runs what the planner (genvdis.planning) would refuse, on as many workers as asked."""
-    run_dir = results.prepare_output(out_dir, config.name)
+    `force` runs what the planner (genvdis.planning) would refuse, on as many workers as asked;
+    `allow_imports` are import prefixes estimator entries may use besides sklearn."""
+    run_dir = results.prepare_output(out_dir, folder or config.name)
+    estimators.check_config(config, allow_imports)
     if isinstance(config.dataset, SyntheticSource):
         spec = config.dataset.synthetic
         planning.check_synthetic(spec.n_rows, spec.n_features, spec.kind, force)
@@ -485,18 +519,20 @@ def run_experiment(
     workers = jobs if scheduler else backends.worker_count(jobs, plan.count, force)
     names = [spec.name for spec in config.models]
     planning.check(planning.Workload(plan, width, data.n_rows, names, workers), force, config.name)
-    K = len(data.class_counts)
-    models = [
-        build_model(spec, data.layout) if K == 2 else multiclass.build_model(spec, data.layout, K)
-        for spec in config.models
-    ]
+    allowed = estimators.allowed_prefixes(allow_imports)
+    models = estimators.build_models(config.models, data.layout, allowed, len(data.class_counts))
     resolved = resolve(config, data)
+    if versions := estimators.versions(config):  # they change the numbers: fingerprinted
+        resolved["estimator_versions"] = versions
     resolved["splits_per_block"] = plan.first_blocks()
     resolved["fingerprint"] = results.fingerprint(resolved)
     run = Run(config, run_dir, EncodedData.from_prepared(data), models, plan, resolved)
     with runlock.hold(run_dir, wait):
         if not _already_done(run):
             _compute(run, workers, backend, scheduler, progress)
+    if versions:  # estimator entries: their warnings, once, from the committed summary
+        for line in estimators.warning_lines(pd.read_csv(run_dir / "summary.csv")):
+            log.warning("%s: %s", config.name, line)
     return run_dir
 
 

@@ -26,6 +26,7 @@ from genvdis.reportformat import (
     is_missing,
     panel_label,
 )
+from genvdis.sensitivity import stability_blocks
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "analysis.md"
 PAPER_QUOTE = (
@@ -262,6 +263,7 @@ def build_blocks(results_dir: Path, table: pd.DataFrame) -> list[Block]:
     blocks += method(results_dir)
     blocks += rc.shape_section(results_dir, table)
     blocks += rc.fit_section(table)
+    blocks += stability_blocks(results_dir)  # after `genvdis sweep` (sensitivity.csv)
     for _, r in table.iterrows():
         blocks += panel_section(results_dir, r)
     blocks += comparison(table)

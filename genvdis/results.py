@@ -40,7 +40,9 @@ log = logging.getLogger(__name__)
 
 ERROR_COLUMNS = ["model", "m", "split", "n_test", "errors", "error", "separable"]
 SUMMARY_COLUMNS = ["model", "m", "n_splits", "mean", "std", "sem", "ci_low", "ci_high"]
-SUMMARY_COLUMNS += ["frac_separable"]
+SUMMARY_COLUMNS += ["frac_separable", "warnings"]
+# estimator entries' warnings per split: a last column of errors.csv in runs that have them
+WARNINGS = "warnings"
 CHECKPOINTS = ".checkpoints"
 MANIFEST = "manifest.json"
 OUTPUTS = ("errors.csv", "summary.csv", "config.yaml")
@@ -221,7 +223,7 @@ class CheckpointStore:
         frame = pd.read_csv(io.StringIO(data.decode()))
         splits = np.tile(np.arange(start, start + count), self.n_models)
         if (
-            list(frame.columns) != ERROR_COLUMNS
+            list(frame.columns) not in (ERROR_COLUMNS, [*ERROR_COLUMNS, WARNINGS])
             or len(frame) != splits.size
             or not (frame["m"] == m).all()
             or not np.array_equal(np.sort(frame["split"].to_numpy()), np.sort(splits))
@@ -280,6 +282,7 @@ def summarize_errors(errors: pd.DataFrame, model_order: list[str]) -> pd.DataFra
         frac_separable=("separable", "mean"),
     ).reset_index()
     summary["std"] = summary["std"].fillna(0.0)
+    summary[WARNINGS] = grouped[WARNINGS].sum().to_numpy() if WARNINGS in errors else 0
     summary["sem"] = summary["std"] / np.sqrt(summary["n_splits"])
     dof = np.maximum(summary["n_splits"].to_numpy() - 1, 1)
     half = t_quantile(0.975, dof) * summary["sem"]
@@ -293,7 +296,8 @@ def summarize_errors(errors: pd.DataFrame, model_order: list[str]) -> pd.DataFra
 def order_errors(errors: pd.DataFrame, model_order: list[str]) -> pd.DataFrame:
     order = errors["model"].map({m: i for i, m in enumerate(model_order)})
     errors = errors.assign(_order=order).sort_values(["_order", "m", "split"])
-    errors = errors.drop(columns="_order")[ERROR_COLUMNS].reset_index(drop=True)
+    columns = [*ERROR_COLUMNS, WARNINGS] if WARNINGS in errors else ERROR_COLUMNS
+    errors = errors.drop(columns="_order")[columns].reset_index(drop=True)
     errors["separable"] = errors["separable"].astype(bool)
     return errors
 

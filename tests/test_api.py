@@ -185,7 +185,8 @@ def test_the_readme_snippet_runs(tmp_path, monkeypatch, mirror_env):
     res = namespace["res"]
     assert res.path.resolve() == (tmp_path / "results" / "pima").resolve()
     assert list(res.summary.columns) == [
-        "model", "m", "n_splits", "mean", "std", "sem", "ci_low", "ci_high", "frac_separable"
+        "model", "m", "n_splits", "mean", "std", "sem", "ci_low", "ci_high", "frac_separable",
+        "warnings",
     ]  # fmt: skip
     assert res.crossover()["m_cross"] is not None
     matplotlib.pyplot.close("all")

@@ -5,7 +5,9 @@ index) (`streams`), so a run's CSVs must not depend on --jobs, on loky vs. threa
 a cluster genvdis starts itself or one it is pointed at, nor on the order tasks finish in.
 Two configs on toy.csv: all its attributes (2 continuous, 3 discrete; at m = 10 every training
 set is separable, so the version-space sampler runs, and at m = 40 most are not, so Newton does)
-and only its discrete ones (at m = 6 most training sets are separable).
+and only its discrete ones (at m = 6 most training sets are separable). A third adds scikit-learn
+estimator entries, one seeded from the split's stream and warning on most splits (its
+warning counts must not depend on the backend either).
 """
 
 from __future__ import annotations
@@ -30,6 +32,14 @@ PANELS = {
         "splits: 5",
         "block_size: 2",
         "seed: 4",
+    ),
+    "toy-estimators": (
+        "models: [naive_bayes, {name: gnb, estimator: sklearn.naive_bayes.GaussianNB},"
+        " {name: sgd, estimator: sklearn.linear_model.SGDClassifier, params: {max_iter: 3}}]",
+        "sizes: [10, 40]",
+        "splits: 6",
+        "block_size: 2",
+        "seed: 5",
     ),
 }
 FILES = ("errors.csv", "summary.csv", "config.yaml")
@@ -70,6 +80,8 @@ def test_reference_run_is_complete_and_exercises_the_sampler(setup):
         assert lr["frac_separable"].max() > 0  # the separable branch really ran
         assert lr["frac_separable"].min() < 1  # and so did Newton
     assert not (folder / "jobs1" / "toy" / ".checkpoints").exists()
+    summary = pd.read_csv(folder / "jobs1" / "toy-estimators" / "summary.csv")
+    assert summary.loc[summary["model"] == "sgd", "warnings"].gt(0).all()
 
 
 def test_two_loky_workers_give_identical_bytes(setup):

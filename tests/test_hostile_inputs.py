@@ -399,7 +399,7 @@ def test_an_inf_listed_as_missing_is_dropped_with_its_row(folder):
     without = _run(folder, text, "\n".join(lines[:5] + lines[6:]) + "\n", "without")
     errors = (planted / "errors.csv").read_bytes()
     assert errors == (without / "errors.csv").read_bytes()
-    assert b",0.0," not in (planted / "summary.csv").read_bytes()  # no perfect classifier
+    assert pd.read_csv(planted / "summary.csv")["mean"].gt(0).all()  # no perfect classifier
 
 
 def test_a_constant_attribute_changes_no_naive_bayes_error(folder):

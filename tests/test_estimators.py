@@ -1,0 +1,517 @@
+"""Estimator entries (genvdis/estimators.py): the allow-list, the checks before any work, the
+per-split loop against a hand-written scikit-learn loop on the same splits, random_state
+derivation and warning counts."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+import threading
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from sklearn.naive_bayes import CategoricalNB, GaussianNB
+from sklearn.svm import LinearSVC
+from typer.testing import CliRunner
+
+from genvdis import engine, estimators, results, splits, streams
+from genvdis.cli import app
+from genvdis.config import EstimatorSpec, parse_config
+from genvdis.errors import UserError
+from genvdis.preprocessing import FeatureLayout, prepare
+
+# A package of the user's own, written to tmp_path: importing it leaves a mark, so a test can
+# tell whether anything was imported. `Noisy` warns twice on every split with an odd number of
+# positive training rows, and predicts the training set's majority; `Picky` has no
+# _validate_params and refuses alpha < 0 when fitted; `Fragile` fails on a training set with
+# more than 30 rows.
+USER_PACKAGE = """
+import pathlib, warnings
+import numpy as np
+pathlib.Path(__file__).with_name("imported").write_text("yes")
+
+class Noisy:
+    def __init__(self, random_state=None):
+        self.random_state = random_state
+    def fit(self, X, y):
+        if int(np.sum(y)) % 2:
+            warnings.warn("odd", UserWarning)
+            warnings.warn("odd again", RuntimeWarning)
+        self.majority_ = int(2 * np.sum(y) > len(y))
+        return self
+    def predict(self, X):
+        return np.full(len(X), self.majority_)
+
+class Picky(Noisy):
+    def __init__(self, alpha=1.0):
+        self.alpha = alpha
+    def fit(self, X, y):
+        if self.alpha < 0:
+            raise ValueError("alpha must be >= 0")
+        return super().fit(X, y)
+
+class Fragile(Noisy):
+    def fit(self, X, y):
+        if len(y) > 30:
+            raise FloatingPointError("too many rows\\nsecond line")
+        return super().fit(X, y)
+
+class Column(Noisy):
+    def predict(self, X):
+        return super().predict(X)[:, None]
+
+class NoPredict:
+    def fit(self, X, y):
+        return self
+
+def not_a_class():
+    pass
+"""
+
+
+@pytest.fixture
+def user_package(tmp_path, monkeypatch):
+    """`userpkg` importable from tmp_path (and forgotten after the test); returns its folder."""
+    folder = tmp_path / "site" / "userpkg"
+    folder.mkdir(parents=True)
+    (folder / "__init__.py").write_text(textwrap.dedent(USER_PACKAGE))
+    (folder / "broken.py").write_text("raise RuntimeError('half-installed')\n")
+    monkeypatch.syspath_prepend(str(folder.parent))
+    yield folder
+    for name in [n for n in sys.modules if n == "userpkg" or n.startswith("userpkg.")]:
+        del sys.modules[name]
+
+
+def spec(estimator: str, **fields) -> EstimatorSpec:
+    return EstimatorSpec(name=fields.pop("name", "est"), estimator=estimator, **fields)
+
+
+@pytest.fixture(scope="module")
+def toy(toy_config, write_toy, tmp_path_factory):
+    """toy.csv prepared as a run prepares it (2 continuous, 3 discrete attributes)."""
+    folder = tmp_path_factory.mktemp("toy")
+    path = write_toy(folder, toy_config("sizes: [10]"))
+    from genvdis.config import load_config
+
+    config = load_config(path)
+    data = prepare(engine.load_data(config, base_dir=folder), config)
+    return data, engine.EncodedData.from_prepared(data)
+
+
+# --- the allow-list ----------------------------------------------------------------------------
+
+
+def test_a_path_outside_the_allow_list_imports_nothing(user_package):
+    with pytest.raises(UserError, match="import paths must start with sklearn.") as caught:
+        estimators.resolve(spec("userpkg.Noisy"), estimators.allowed_prefixes())
+    assert "--allow-import" in str(caught.value) and "models: 'est'" in str(caught.value)
+    assert not (user_package / "imported").exists()
+    assert "userpkg" not in sys.modules
+
+
+def test_an_allowed_prefix_is_imported_from_option_or_environment(user_package, monkeypatch):
+    assert estimators.resolve(spec("userpkg.Noisy"), estimators.allowed_prefixes(["userpkg"]))
+    assert (user_package / "imported").read_text() == "yes"
+    monkeypatch.setenv(estimators.ALLOW_ENV, " other , userpkg.")
+    assert estimators.allowed_prefixes() == ("sklearn", "other", "userpkg")
+
+
+def test_a_prefix_allows_whole_module_names_only():
+    allowed = ("sklearn", "mypkg")
+    assert estimators.is_allowed("mypkg.sub.Model", allowed)
+    assert not estimators.is_allowed("mypkgx.Model", allowed)
+    assert not estimators.is_allowed("sklearnx.svm.SVC", allowed)
+
+
+@pytest.mark.parametrize("bad", ["my pkg", "1pkg", "pkg..sub"])
+def test_a_bad_prefix_is_refused_by_name(bad, monkeypatch):
+    with pytest.raises(UserError, match=f"--allow-import: '{bad}' is not a module name"):
+        estimators.allowed_prefixes([bad])
+    monkeypatch.setenv(estimators.ALLOW_ENV, bad)
+    with pytest.raises(UserError, match=f"{estimators.ALLOW_ENV}: '{bad}' is not a module name"):
+        estimators.allowed_prefixes()
+
+
+# --- the checks before any work ------------------------------------------------------------------
+
+
+BAD_ENTRIES = [
+    (spec("sklearn.nosuch.Model"), "no module named 'sklearn.nosuch'"),
+    (spec("sklearn.svm.NoSuchSVC"), "module sklearn.svm has no 'NoSuchSVC'"),
+    (spec("userpkg.not_a_class"), "not_a_class is not a class"),
+    (spec("userpkg.broken.Model"), "importing userpkg.broken failed: RuntimeError: half-installed"),
+    (spec("userpkg.NoPredict"), "not a classifier (it needs fit and predict methods)"),
+    (spec("sklearn.linear_model.LinearRegression"), "a regressor, not a classifier"),
+    (spec("sklearn.multiclass.OneVsRestClassifier"), "cannot be built without arguments"),
+    (spec("sklearn.svm.LinearSVC", params={"Cx": 1}), "params: ValueError: Invalid parameter 'Cx'"),
+    (spec("sklearn.svm.LinearSVC", params={"C": -1}), "The 'C' parameter of LinearSVC must be"),
+    (spec("userpkg.Picky", params={"alpha": -1}), "params: ValueError: alpha must be >= 0"),
+]
+
+
+@pytest.mark.parametrize(("entry", "message"), BAD_ENTRIES, ids=[m for _, m in BAD_ENTRIES])
+def test_a_bad_entry_is_one_line_naming_it(entry, message, user_package):
+    with pytest.raises(UserError) as caught:
+        estimators.build(entry, FeatureLayout(2), estimators.allowed_prefixes(["userpkg"]))
+    text = str(caught.value)
+    assert text.startswith(f"models: 'est' ({entry.estimator}): ") and message in text, text
+    assert len(text.splitlines()) == 1
+
+
+def test_random_state_is_supplied_only_where_the_entry_leaves_it_out():
+    layout, allowed = FeatureLayout(2), ("sklearn",)
+    assert estimators.build(spec("sklearn.svm.LinearSVC"), layout, allowed).seeded
+    fixed = estimators.build(spec("sklearn.svm.LinearSVC", params={"random_state": 7}), layout,
+                             allowed)  # fmt: skip
+    assert not fixed.seeded and fixed.make(123).random_state == 7
+    assert not estimators.build(spec("sklearn.naive_bayes.GaussianNB"), layout, allowed).seeded
+
+
+# --- the per-split loop ------------------------------------------------------------------------
+
+
+def _reference_loop(make, X, y, m, seed, n_splits, test="rest"):
+    """What a user would write: each split drawn alone, a fresh estimator fitted and scored."""
+    errors = []
+    for s in range(n_splits):
+        train, tested = splits.draw_split(y, m, seed, s, "stratified", test)
+        predicted = make(s).fit(X[train], y[train]).predict(X[tested])
+        errors.append(int(np.sum(predicted != y[tested])))
+    return errors
+
+
+@pytest.mark.parametrize("test", ["rest", 50])
+def test_errors_equal_a_hand_written_loop_on_the_same_splits(toy, test):
+    data, encoded = toy
+    model = estimators.build(spec("sklearn.naive_bayes.GaussianNB"), data.layout, ("sklearn",))
+    block, m, seed = range(0, 12), 15, 9
+    if test == "rest":
+        train, mask = splits.draw_training_block(encoded.y, m, seed, block), None
+    else:
+        train, mask = splits.draw_block(encoded.y, m, seed, block, "stratified", test)
+    errors, warned = estimators.score_block(model, encoded.onehot, encoded.y, train, mask, seed,
+                                            block)  # fmt: skip
+    expected = _reference_loop(lambda s: GaussianNB(), encoded.onehot, encoded.y, m, seed, 12, test)
+    assert errors.tolist() == expected
+    assert warned.tolist() == [0] * 12
+
+
+def test_a_seeded_estimator_gets_its_split_s_random_state(toy):
+    data, encoded = toy
+    model = estimators.build(spec("sklearn.svm.LinearSVC", params={"max_iter": 3}), data.layout,
+                             ("sklearn",))  # fmt: skip
+    block, m, seed = range(4, 10), 30, 2
+    train = splits.draw_training_block(encoded.y, m, seed, block)
+    errors, warned = estimators.score_block(model, encoded.onehot, encoded.y, train, None, seed,
+                                            block)  # fmt: skip
+    states = estimators.random_states(seed, m, range(0, 10))
+
+    def make(s):
+        return LinearSVC(max_iter=3, random_state=states[s])
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # its ConvergenceWarnings
+        expected = _reference_loop(make, encoded.onehot, encoded.y, m, seed, 10)[4:]
+    assert errors.tolist() == expected
+    assert warned.min() >= 1  # 3 iterations: a ConvergenceWarning on every split
+
+
+def test_random_states_are_the_split_s_own_and_reproducible():
+    first = estimators.random_states(5, 20, range(0, 50))
+    assert first == estimators.random_states(5, 20, range(0, 50))
+    assert estimators.random_states(5, 20, range(30, 50)) == first[30:]  # blocks do not matter
+    assert len(set(first)) == 50 and all(0 <= s < 2**32 for s in first)
+    assert first != estimators.random_states(5, 21, range(0, 50))
+    model_keys = streams.stream_keys(5, 20, range(0, 50), stream=1)  # the built-ins' stream
+    assert first != [int(k >> np.uint64(32)) for k in model_keys]
+
+
+def test_ordinal_encoding_gives_the_integer_codes_and_categorical_nb_runs(toy):
+    data, encoded = toy
+    assert data.layout.n_continuous and data.layout.levels
+    ordinal = spec("sklearn.naive_bayes.CategoricalNB", encoding="ordinal")
+    model = estimators.build(ordinal, data.layout, ("sklearn",))
+    np.testing.assert_array_equal(model.design(encoded.onehot), data.X)
+    # on discrete attributes only, each one's number of levels is its min_categories
+    discrete = FeatureLayout(0, data.layout.levels)
+    codes = data.X[:, data.layout.n_continuous :]
+    model = estimators.build(ordinal, discrete, ("sklearn",))
+    assert model.params == {"min_categories": list(data.layout.levels)}
+    onehot = discrete.onehot(codes)
+    block, m = range(0, 8), 10  # small m: test rows hold levels no training row has
+    train = splits.draw_training_block(encoded.y, m, 1, block)
+    errors, _ = estimators.score_block(model, onehot, encoded.y, train, None, 1, block)
+
+    def make(s):
+        return CategoricalNB(min_categories=list(data.layout.levels))
+
+    assert errors.tolist() == _reference_loop(make, codes, encoded.y, m, 1, 8)
+
+
+def test_warnings_are_counted_per_split_and_never_shown(toy, user_package, recwarn):
+    data, encoded = toy
+    model = estimators.build(spec("userpkg.Noisy"), data.layout, ("sklearn", "userpkg"))
+    block, m = range(0, 20), 25
+    train = splits.draw_training_block(encoded.y, m, 0, block, "random")  # positives vary
+    _, warned = estimators.score_block(model, encoded.onehot, encoded.y, train, None, 0, block)
+    odd = encoded.y[train].sum(axis=1) % 2 == 1
+    assert 0 < odd.sum() < 20
+    assert warned.tolist() == (2 * odd).tolist()
+    assert len(recwarn) == 0
+
+
+def test_warning_counts_do_not_mix_across_threads(toy, user_package):
+    """Threads (the threading backend, in-process dask) count their own warnings only."""
+    data, encoded = toy
+    model = estimators.build(spec("userpkg.Noisy"), data.layout, ("sklearn", "userpkg"))
+    blocks = [range(i * 10, i * 10 + 10) for i in range(4)]
+    trains = [splits.draw_training_block(encoded.y, 25, 0, b, "random") for b in blocks]
+    together = [None] * 4
+
+    def work(i):
+        together[i] = estimators.score_block(
+            model, encoded.onehot, encoded.y, trains[i], None, 0, blocks[i]
+        )[1].tolist()
+
+    for i in range(4):
+        work(i)
+    alone, together = together, [None] * 4
+    assert sum(map(sum, alone)) > 0
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a count that leaked out would fail its thread
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert together == alone
+
+
+def test_an_estimator_failing_on_a_split_names_entry_m_and_split(toy, user_package):
+    data, encoded = toy
+    model = estimators.build(spec("userpkg.Fragile", name="weak"), data.layout,
+                             ("sklearn", "userpkg"))  # fmt: skip
+    block, m = range(0, 5), 60
+    train = splits.draw_training_block(encoded.y, m, 0, block)
+    with pytest.raises(UserError) as caught:
+        estimators.score_block(model, encoded.onehot, encoded.y, train, None, 0, block)
+    assert str(caught.value) == (
+        "models: 'weak' failed at m=60, split 0: FloatingPointError: too many rows"
+    )
+
+
+def test_a_prediction_of_the_wrong_shape_stops_the_run(toy, user_package):
+    data, encoded = toy
+    model = estimators.build(spec("userpkg.Column"), data.layout, ("userpkg",))
+    train = splits.draw_training_block(encoded.y, 10, 0, range(3))
+    with pytest.raises(UserError, match=r"^models: 'est' failed at m=10, split 0: predict gave "
+                       r"an array of shape \(290, 1\) for 290 rows$"):  # fmt: skip
+        estimators.score_block(model, encoded.onehot, encoded.y, train, None, 0, range(3))
+
+
+def test_check_config_checks_every_estimator_entry_without_data(user_package):
+    base = dict(name="x", dataset="pima", target={"positive": "1"}, sizes=[10])
+    entries = ["naive_bayes", {"name": "p", "estimator": "userpkg.Picky"}]
+    config = parse_config({**base, "models": entries})
+    with pytest.raises(UserError, match="models: 'p' \\(userpkg.Picky\\): import paths"):
+        estimators.check_config(config)
+    estimators.check_config(config, ["userpkg"])
+    assert estimators.versions(config) == {"userpkg": "unknown"}
+
+
+def test_warning_lines_say_each_model_once():
+    import pandas as pd
+
+    summary = pd.DataFrame({
+        "model": ["naive_bayes", "naive_bayes", "svm", "svm", "svm"], "m": [10, 20, 10, 20, 40],
+        "n_splits": [5] * 5, "warnings": [0, 0, 3, 0, 4],
+    })  # fmt: skip
+    assert estimators.warning_lines(summary) == [
+        "svm: the estimator raised 7 warning(s) in 15 fits (per m: 10: 3, 40: 4); "
+        "summary.csv's warnings column has the counts"
+    ]
+    assert estimators.warning_lines(summary.drop(columns="warnings")) == []
+
+
+# --- through the command line ----------------------------------------------------------------
+
+GNB = "{name: gnb, estimator: sklearn.naive_bayes.GaussianNB}"
+GRID = ("sizes: [10, 40]", "splits: 6", "block_size: 4", "seed: 3")
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def assert_one_line_error(result, *parts: str) -> str:
+    message = result.stderr.strip()
+    assert result.exit_code == 2, result.output
+    assert len(message.splitlines()) == 1 and message.startswith("error: "), message
+    for part in parts:
+        assert part in message, (part, message)
+    return message
+
+
+@pytest.mark.parametrize("test", ["rest", "50"])
+def test_a_run_pairs_the_entry_with_the_built_ins_split_by_split(tmp_path, toy, toy_config,
+                                                                 write_toy, test):  # fmt: skip
+    """The entry's errors on every (m, split) of a run equal the hand-written loop's on
+    splits.draw_split's rows (the rows the built-in models get), and adding it changes no
+    built-in number."""
+    _, encoded = toy
+    models = f"models: [naive_bayes, {GNB}, logistic_regression]"
+    config = write_toy(tmp_path, toy_config(*GRID, models, f"test: {test}"))
+    plain = write_toy(tmp_path, toy_config(*GRID, f"test: {test}"), "plain.yaml")
+    for path, out in ((config, "out"), (plain, "plain")):
+        assert invoke("run", path, "--out", tmp_path / out, "-q").exit_code == 0
+    errors = pd.read_csv(tmp_path / "out" / "toy" / "errors.csv")
+    assert list(errors["model"].unique()) == ["naive_bayes", "gnb", "logistic_regression"]
+    for m in (10, 40):
+        ours = errors[(errors["model"] == "gnb") & (errors["m"] == m)]["errors"].tolist()
+        size = test if test == "rest" else int(test)
+        X, y = encoded.onehot, encoded.y
+        assert ours == _reference_loop(lambda s: GaussianNB(), X, y, m, 3, 6, size)
+    built_in = errors[errors["model"] != "gnb"].drop(columns="warnings")
+    expected = pd.read_csv(tmp_path / "plain" / "toy" / "errors.csv")
+    pd.testing.assert_frame_equal(built_in.reset_index(drop=True), expected)
+    assert errors["warnings"].eq(0).all()
+
+
+def test_validate_and_run_refuse_a_path_outside_the_allow_list(tmp_path, toy_config, write_toy,
+                                                               user_package):  # fmt: skip
+    config = write_toy(
+        tmp_path, toy_config(*GRID, "models: [{name: mine, estimator: userpkg.Noisy}]")
+    )
+    for command in (["validate", config], ["run", config, "--out", tmp_path / "out"]):
+        assert_one_line_error(invoke(*command), "models: 'mine' (userpkg.Noisy)",
+                              "--allow-import")  # fmt: skip
+    assert not (user_package / "imported").exists() and "userpkg" not in sys.modules
+    assert not (tmp_path / "out").exists()
+    result = invoke("validate", config, "--allow-import", "userpkg")
+    assert result.exit_code == 0 and "ok" in result.stdout, result.output
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ("{name: s, estimator: sklearn.svm.Nope}", "models: 's' (sklearn.svm.Nope): module "),
+        ("{name: s, estimator: sklearn.svm.SVR}", "a regressor, not a classifier"),
+        ("{name: s, estimator: sklearn.svm.SVC, params: {C: -1}}", "The 'C' parameter of SVC"),
+        (
+            "{name: s, estimator: sklearn.svm.SVC, params: {random_state: null}}",
+            "models.0.params: random_state must be an integer",
+        ),
+        ("{name: lda, estimator: sklearn.svm.SVC}", "models.0.name: 'lda' is a built-in"),
+        ("svm", "models.0: 'svm' is not a built-in model"),
+        ("{name: s, estimator: LinearSVC}", "models.0.estimator: String should match pattern"),
+    ],
+)
+def test_validate_names_the_bad_entry_on_one_line(tmp_path, toy_config, write_toy, entry, message):
+    config = write_toy(tmp_path, toy_config(*GRID, f"models: [{entry}]"))
+    assert_one_line_error(invoke("validate", config), str(config), message)
+
+
+def test_a_bad_allow_import_stops_the_run_before_any_config_is_read(tmp_path):
+    result = invoke("run", tmp_path / "missing.yaml", "--allow-import", "not a module")
+    assert_one_line_error(result, "--allow-import: 'not a module' is not a module name")
+
+
+def test_an_entry_failing_mid_run_stops_with_m_and_split_and_keeps_finished_blocks(
+    tmp_path, toy_config, write_toy, user_package
+):
+    entry = "models: [naive_bayes, {name: weak, estimator: userpkg.Fragile}]"
+    config = write_toy(tmp_path, toy_config(*GRID, entry))
+    out = tmp_path / "out"
+    result = invoke("run", config, "--out", out, "--allow-import", "userpkg")
+    assert_one_line_error(result, "models: 'weak' failed at m=40, split 0: FloatingPointError")
+    kept = sorted(p.name[:8] for p in (out / "toy" / results.CHECKPOINTS).glob("m*.csv"))
+    assert kept == ["m0000010", "m0000010"]  # m = 10's two blocks, finished before m = 40
+
+
+def test_warnings_are_summed_into_summary_csv_and_said_once(tmp_path, toy_config, write_toy):
+    sgd = "{name: sgd, estimator: sklearn.linear_model.SGDClassifier, params: {max_iter: 2}}"
+    config = write_toy(tmp_path, toy_config(*GRID, f"models: [naive_bayes, {sgd}]"))
+    result = invoke("run", config, "--out", tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    errors = pd.read_csv(tmp_path / "out" / "toy" / "errors.csv")
+    summary = pd.read_csv(tmp_path / "out" / "toy" / "summary.csv")
+    per_m = errors.groupby(["model", "m"], sort=False)["warnings"].sum()
+    assert summary["warnings"].tolist() == per_m.tolist()
+    assert summary.loc[summary["model"] == "naive_bayes", "warnings"].eq(0).all()
+    assert summary.loc[summary["model"] == "sgd", "warnings"].gt(0).all()
+    said = [line for line in result.stderr.splitlines() if "warning(s)" in line]
+    assert said == [f"toy: {line}" for line in estimators.warning_lines(summary)]
+    assert "ConvergenceWarning" not in result.stderr  # never shown split by split
+
+
+def test_an_interrupted_run_resumes_to_the_bytes_of_a_clean_one(
+    tmp_path, toy_config, write_toy, monkeypatch
+):
+    sgd = "{name: sgd, estimator: sklearn.linear_model.SGDClassifier, params: {max_iter: 3}}"
+    config = write_toy(tmp_path, toy_config(*GRID, f"models: [{sgd}, naive_bayes, {GNB}]"))
+    save, saved = results.CheckpointStore.save, []
+
+    def save_then_stop(self, m, start, frame):
+        save(self, m, start, frame)
+        saved.append(start)
+        if len(saved) == 2:
+            raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(results.CheckpointStore, "save", save_then_stop)
+        assert invoke("run", config, "--out", tmp_path / "out").exit_code == 130
+    result = invoke("run", config, "--out", tmp_path / "out")
+    assert result.exit_code == 0 and "resuming, 2 of 4 blocks already done" in result.stderr
+    assert invoke("run", config, "--out", tmp_path / "clean", "-q").exit_code == 0
+    for name in ("errors.csv", "summary.csv", "config.yaml", "manifest.json"):
+        resumed = (tmp_path / "out" / "toy" / name).read_bytes()
+        assert resumed == (tmp_path / "clean" / "toy" / name).read_bytes(), name
+
+
+# --- dataset: {sklearn: load_*} ------------------------------------------------------------------
+
+BUNDLED = (
+    "name: bc\ndataset: {sklearn: load_breast_cancer}\nsizes: [20, 100]\nsplits: 3\n"
+    "models: [naive_bayes, {name: gnb, estimator: sklearn.naive_bayes.GaussianNB}]\n"
+)
+
+
+def test_a_bundled_dataset_runs_with_no_download_by_name_or_code(tmp_path):
+    from sklearn.datasets import load_breast_cancer
+
+    runs = {
+        "names": "target: {positive: [malignant]}",
+        "codes": "target: {column: target, positive: [0]}",
+    }
+    for name, target in runs.items():
+        (tmp_path / f"{name}.yaml").write_text(BUNDLED + target + "\n")
+        result = invoke("run", tmp_path / f"{name}.yaml", "--out", tmp_path / name, "-q")
+        assert result.exit_code == 0, result.output
+    resolved = yaml.safe_load((tmp_path / "names" / "bc" / "config.yaml").read_text())
+    bunch = load_breast_cancer()
+    assert resolved["class_counts"] == {"negative": 357, "positive": 212}  # 0 is malignant
+    assert resolved["features"]["continuous"] == 30 == len(bunch.feature_names)
+    assert resolved["data_source"].endswith("sklearn.datasets.load_breast_cancer()")
+    for file in ("errors.csv", "summary.csv"):  # the same rows, named either way
+        assert (tmp_path / "names" / "bc" / file).read_bytes() == (
+            tmp_path / "codes" / "bc" / file
+        ).read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("loader", "message"),
+    [
+        ("fetch_openml", "dataset: sklearn.datasets.fetch_openml downloads from the network"),
+        ("iris", "dataset: 'iris' is not a sklearn.datasets loader"),
+        ("load_nothing", "dataset: sklearn.datasets.load_nothing: no such loader"),
+        ("load_files", "dataset: sklearn.datasets.load_files: not a bundled table"),
+        ("load_sample_images", "sklearn.datasets.load_sample_images: not a table"),
+    ],
+)
+def test_a_loader_that_is_not_a_bundled_table_is_refused(tmp_path, loader, message):
+    config = tmp_path / "c.yaml"
+    config.write_text(BUNDLED.replace("load_breast_cancer", loader) + "target: {positive: [x]}\n")
+    assert_one_line_error(invoke("run", config, "--out", tmp_path / "out"), str(config), message)
