@@ -169,3 +169,28 @@ def test_all_classes_of_a_single_label_are_refused(three):
     config = load_config(three)
     with pytest.raises(UserError, match=r"^target.classes: the data have a single class, 'low'"):
         prepare(load_data(config, base_dir=three.parent), config)
+
+
+def test_an_estimator_entry_scores_k_classes_on_the_same_splits(three, tmp_path):
+    """A scikit-learn entry beside the K-class built-ins: fitted on the same training rows,
+    its errors are its own predictions' on the rest (GaussianNB needs no random state)."""
+    from sklearn.naive_bayes import GaussianNB
+
+    three.write_text(
+        CONFIG.replace(
+            "models: [naive_bayes, lda, {name: logistic_regression, separable: ridge}]",
+            "attributes: continuous\nmodels: [naive_bayes, "
+            "{name: gnb, estimator: sklearn.naive_bayes.GaussianNB}]",
+        )
+    )
+    result = _run(three, tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    errors = pd.read_csv(tmp_path / "out" / "three" / "errors.csv")
+    config = load_config(three)
+    data = prepare(load_data(config, base_dir=three.parent), config)
+    train = splits.draw_training_block(data.y, 20, 0, range(6))
+    got = errors[(errors.model == "gnb") & (errors.m == 20)].errors.to_numpy()
+    for s in range(6):
+        rest = np.setdiff1d(np.arange(len(data.y)), train[s])
+        fitted = GaussianNB().fit(data.X[train[s]], data.y[train[s]])
+        assert got[s] == (fitted.predict(data.X[rest]) != data.y[rest]).sum()
