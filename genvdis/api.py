@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
     from genvdis.config import ExperimentConfig
+    from genvdis.progress import Progress
 
 BACKENDS = ("loky", "threading", "dask")
 
@@ -58,16 +59,15 @@ def check_run_options(
     *,
     jobs: int = 1,
     backend: str = "loky",
-    splits: int | None = None,
-    seed: int | None = None,
     scheduler: str | None = None,
 ) -> None:
-    """Check run options before anything runs (`genvdis run` checks them before it reads
-    any config).
+    """Check how a run is to execute, before anything runs (`genvdis run` checks this before
+    it reads any config). What a run computes (``splits``, ``seed``) is the config's to check:
+    `run` validates those overrides with the config's own fields.
 
     Parameters
     ----------
-    jobs, backend, splits, seed, scheduler
+    jobs, backend, scheduler
         As `run` takes them.
 
     Raises
@@ -83,16 +83,10 @@ def check_run_options(
     Traceback (most recent call last):
     genvdis.errors.UserError: --jobs must be >= 1
     """
-    from genvdis.config import MAX_SEED
-
     if jobs < 1:
         raise UserError("--jobs must be >= 1")
     if backend not in BACKENDS:
         raise UserError(f"--backend must be loky, threading or dask, not '{backend}'")
-    if splits is not None and splits < 1:
-        raise UserError(f"--splits must be >= 1, not {splits}")
-    if seed is not None and not 0 <= seed <= MAX_SEED:
-        raise UserError(f"--seed must be from 0 to 2^63 - 1 = {MAX_SEED}, not {seed}")
     if scheduler and backend != "dask":
         raise UserError("--scheduler needs --backend dask")
 
@@ -107,7 +101,7 @@ def run(
     backend: str = "loky",
     scheduler: str | None = None,
     mirror: str | None = None,
-    progress: bool = False,
+    progress: Progress | None = None,
     force: bool = False,
     wait: bool = False,
 ) -> Results:
@@ -127,8 +121,11 @@ def run(
         How the workers run; ``scheduler`` is a dask scheduler's address (dask only).
     mirror : str, optional
         A base URL or folder replacing the UCI archive (default: ``$GENVDIS_MIRROR``).
-    progress : bool
-        Show a progress bar.
+    progress : callable, optional
+        Told of the run's progress: called as ``progress(name, total_blocks)``, it returns a
+        context manager giving a function of the blocks just finished (see
+        `genvdis.progress`; ``genvdis.progress.rich_bar`` is the command line's bar). Default:
+        nothing is shown; the API never prints.
     force : bool
         Run beyond the work, memory and size bounds, and on more workers than cores.
     wait : bool
@@ -150,7 +147,7 @@ def run(
     from genvdis import engine
     from genvdis.config import ExperimentConfig
 
-    check_run_options(jobs=jobs, backend=backend, splits=splits, seed=seed, scheduler=scheduler)
+    check_run_options(jobs=jobs, backend=backend, scheduler=scheduler)
     if not isinstance(config, ExperimentConfig):
         config = load_config(config)
     config = config.with_overrides(splits=splits, seed=seed)
@@ -232,9 +229,9 @@ class Results:
     @property
     def models(self) -> list[str]:
         """The models, in the config's order."""
-        from genvdis import analysis
+        from genvdis.runfiles import read_panel_config
 
-        return analysis.read_config(self.path)["models"]
+        return read_panel_config(self.path)["models"]
 
     @cached_property
     def summary(self) -> pd.DataFrame:
