@@ -6,10 +6,13 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from genvdis.config import ExperimentConfig, load_config
-from genvdis.engine import EncodedData, Protocol, load_data
+from genvdis.datasource import load_data
+from genvdis.engine import Protocol
 from genvdis.estimators import build_models
 from genvdis.models import LinearModel
 from genvdis.preprocessing import PreparedData, prepare
+from genvdis.scoring import EncodedData
+from genvdis.tuning import tune_process
 
 
 class Setup(NamedTuple):
@@ -22,6 +25,7 @@ class Setup(NamedTuple):
 
 def load(path: str) -> Setup:
     """The config at `path` with its data (from the cache or `GENVDIS_MIRROR`), ready to run."""
+    tune_process()  # as a run does: the allocator thresholds the engine is measured with
     config = load_config(path)
     data = prepare(load_data(config), config)
     models = build_models(config.models, data.layout)

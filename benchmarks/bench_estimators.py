@@ -29,8 +29,9 @@ import numpy as np
 
 from genvdis import estimators, splits
 from genvdis.config import EstimatorSpec
-from genvdis.engine import one_thread, run_block
+from genvdis.engine import run_block
 from genvdis.planning import plan_tasks
+from genvdis.tuning import one_thread
 
 from _setup import load
 

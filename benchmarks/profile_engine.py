@@ -35,7 +35,7 @@ STAGES = {
         ("hyperplanes.py", "has_conflicting_duplicates"),
     ],
     "sampler": [("hyperplanes.py", "sample_version_space")],
-    "scoring": [("engine.py", "count_errors")],
+    "scoring": [("scoring.py", "count_errors")],
 }
 
 

@@ -18,10 +18,11 @@ import numpy as np
 
 from genvdis import hyperplanes
 from genvdis.config import load_config
-from genvdis.engine import EncodedData, load_data
+from genvdis.datasource import load_data
 from genvdis.layouts import Gathered
 from genvdis.logistic import TINY_RIDGE, LogisticRegression
 from genvdis.preprocessing import prepare
+from genvdis.scoring import EncodedData
 from genvdis.splits import draw_block
 from genvdis.streams import stream_keys
 

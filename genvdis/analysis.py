@@ -1,15 +1,14 @@
 """Statistics on learning curves: paired differences, crossover, power-law fits, verdicts.
 
-Everything here is a pure function of the per-split `errors.csv` table, except
-`analyse_panel`/`analyse_results`, which also write the CSVs each verdict is traced to.
-The method and its limits are explained in docs/analysis.md.
+Everything here is a pure function of the per-split `errors.csv` table: no file is read or
+written (`runfiles.analyse_results` reads the runs and writes the CSVs each verdict is traced
+to). The method and its limits are explained in docs/analysis.md.
 """
 
 from __future__ import annotations
 
-import logging
 import math
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -18,9 +17,6 @@ import pandas as pd
 from genvdis import fits, shape
 from genvdis.errors import UserError
 from genvdis.results import t_quantile
-from genvdis.runfiles import read_errors, read_run_config
-
-log = logging.getLogger(__name__)
 
 NB = "naive_bayes"
 LR = "logistic_regression"
@@ -237,24 +233,6 @@ def choose_pair(models: list[str]) -> tuple[str, str] | None:
     return (LR, gen[0]) if gen else None
 
 
-def read_config(panel_dir: Path) -> dict[str, Any]:
-    """The keys the analysis needs, with the folder name standing in when config.yaml lacks
-    them (or holds something else than the numbers where numbers belong)."""
-    cfg = read_run_config(panel_dir)
-    name = str(cfg.get("name") or panel_dir.name)
-    models = cfg.get("models") if isinstance(cfg.get("models"), list) else []
-    names = [str(x["name"]) for x in models if isinstance(x, dict) and "name" in x]
-    panel, n_rows = cfg.get("panel"), cfg.get("n_rows")
-    return dict(
-        name=name,
-        title=str(cfg.get("title") or name),
-        panel=panel if isinstance(panel, int) else None,
-        n_rows=n_rows if isinstance(n_rows, int) else None,
-        models=names,
-        dataset=str(cfg.get("dataset") or ""),
-    )
-
-
 def model_curves(errors: pd.DataFrame) -> pd.DataFrame:
     """Mean error and its sem per model and m (from the per-split rows)."""
     g = errors.groupby(["model", "m"])["error"]
@@ -339,40 +317,50 @@ def _differences_table(errors: pd.DataFrame, diffs: pd.DataFrame, a: str, b: str
     return out
 
 
-def analyse_panel(panel_dir: Path, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
-    """One row of the results table; also writes <panel_dir>/differences.csv."""
-    panel_dir = Path(panel_dir)
-    if not (panel_dir / "errors.csv").exists():
-        raise UserError(f"{panel_dir / 'errors.csv'} not found")
-    errors = read_errors(panel_dir)
-    cfg = read_config(panel_dir)
-    present = list(dict.fromkeys(cfg["models"] + sorted(errors["model"].unique())))
+@dataclass
+class PanelAnalysis:
+    """One run's analysis: its row of the results table, and the tables that trace it, by the
+    file name they are written to in the run's folder (differences.csv only with a pair)."""
+
+    row: dict[str, Any]
+    tables: dict[str, pd.DataFrame]
+
+
+def analyse_panel(
+    errors: pd.DataFrame, config: dict[str, Any], folder: str, n_boot: int = 1000, seed: int = 0
+) -> PanelAnalysis:
+    """One run from its per-split errors and its config's keys (`runfiles.read_panel_config`)."""
+    present = list(dict.fromkeys(config["models"] + sorted(errors["model"].unique())))
     present = [x for x in present if x in set(errors["model"])]
     m_min, m_max = int(errors["m"].min()), int(errors["m"].max())
     row: dict[str, Any] = dict(
-        folder=panel_dir.name,
-        name=cfg["name"],
-        title=cfg["title"],
-        panel=cfg["panel"],
-        n_rows=cfg["n_rows"],
-        dataset=cfg["dataset"],
+        folder=folder,
+        name=config["name"],
+        title=config["title"],
+        panel=config["panel"],
+        n_rows=config["n_rows"],
+        dataset=config["dataset"],
         models=";".join(present),
         m_min=m_min,
         m_max=m_max,
     )
-    pair = choose_pair(present)
-    row.update(_pair_numbers(errors, panel_dir, pair, n_boot, seed))
+    numbers, differences = _pair_numbers(errors, choose_pair(present), n_boot, seed)
+    row.update(numbers)
     curves = model_curves(errors)
     shapes = shape.shape_tests(curves[curves["model"].isin(present)])
-    shapes.to_csv(panel_dir / "shape.csv", index=False)
     fitted = fits_table(curves[curves["model"].isin(present)])
-    fitted.to_csv(panel_dir / "fits.csv", index=False)
     for model in present:
         row.update(_model_numbers(curves, shapes, fitted, model, m_min, m_max))
-    return row
+    tables = {"shape.csv": shapes, "fits.csv": fitted}
+    if differences is not None:
+        tables["differences.csv"] = differences
+    return PanelAnalysis(row, tables)
 
 
-def _pair_numbers(errors, panel_dir: Path, pair, n_boot: int, seed: int) -> dict[str, Any]:
+def _pair_numbers(
+    errors: pd.DataFrame, pair: tuple[str, str] | None, n_boot: int, seed: int
+) -> tuple[dict[str, Any], pd.DataFrame | None]:
+    """The pair's columns of the row, and its differences table (None without a pair)."""
     if pair is None:
         empty = pd.DataFrame(columns=DIFF_COLUMNS)
         return dict(
@@ -382,12 +370,11 @@ def _pair_numbers(errors, panel_dir: Path, pair, n_boot: int, seed: int) -> dict
             **_diff_at(empty, "m_min"),
             **_diff_at(empty, "m_max"),
             verdict=NO_PAIR,
-        )
+        ), None
     a, b = pair
     diffs = paired_differences(errors, a, b)
-    _differences_table(errors, diffs, a, b).to_csv(panel_dir / "differences.csv", index=False)
     cross = crossover(errors, a, b, n_boot=n_boot, seed=seed)
-    return dict(
+    numbers = dict(
         disc_model=a,
         gen_model=b,
         **_cross_cols(cross),
@@ -395,6 +382,7 @@ def _pair_numbers(errors, panel_dir: Path, pair, n_boot: int, seed: int) -> dict
         **_diff_at(diffs, "m_max"),
         verdict=verdict(diffs),
     )
+    return numbers, _differences_table(errors, diffs, a, b)
 
 
 def _cross_cols(cross: dict[str, Any]) -> dict[str, Any]:
@@ -407,36 +395,10 @@ def _cross_cols(cross: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def panel_dirs(results_dir: Path) -> list[Path]:
-    """Subfolders holding an errors.csv (others are skipped)."""
-    return sorted(p for p in Path(results_dir).iterdir() if (p / "errors.csv").exists())
-
-
-def analyse_results(results_dir: Path, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
-    """The per-panel table, ordered by paper panel then name; also writes analysis.csv."""
-    results_dir = Path(results_dir)
-    if not results_dir.is_dir():
-        raise UserError(f"results folder {results_dir} not found")
-    summaries_only = sorted(
-        p.name
-        for p in results_dir.iterdir()
-        if (p / "summary.csv").exists() and not (p / "errors.csv").exists()
-    )
-    if summaries_only:  # e.g. a fresh clone: the committed results keep no per-split errors
-        log.warning(
-            "report leaves out %s: no errors.csv (rerun `genvdis run` on their configs)",
-            ", ".join(summaries_only),
-        )
-    rows = [analyse_panel(p, n_boot=n_boot, seed=seed) for p in panel_dirs(results_dir)]
+def results_table(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """The per-panel table (analysis.csv), ordered by paper panel then name, the per-model
+    columns last."""
     table = pd.DataFrame(rows)
-    if table.empty:
-        raise UserError(f"no panel with an errors.csv under {results_dir}")
-    table = _order(table)
-    table.to_csv(results_dir / "analysis.csv", index=False)
-    return table
-
-
-def _order(table: pd.DataFrame) -> pd.DataFrame:
     table["panel"] = table["panel"].astype("Int64")
     table["n_rows"] = table["n_rows"].astype("Int64")
     table["m_cross"] = table["m_cross"].astype("Int64")

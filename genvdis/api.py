@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
     from genvdis.config import ExperimentConfig
+    from genvdis.progress import Progress
 
 BACKENDS = ("loky", "threading", "dask")
 
@@ -61,17 +62,16 @@ def check_run_options(
     *,
     jobs: int = 1,
     backend: str = "loky",
-    splits: int | None = None,
-    seed: int | None = None,
     scheduler: str | None = None,
     allow_imports: Iterable[str] = (),
 ) -> None:
-    """Check run options before anything runs (`genvdis run` checks them before it reads
-    any config).
+    """Check how a run is to execute, before anything runs (`genvdis run` checks this before
+    it reads any config). What a run computes (``splits``, ``seed``) is the config's to check:
+    `run` validates those overrides with the config's own fields.
 
     Parameters
     ----------
-    jobs, backend, splits, seed, scheduler, allow_imports
+    jobs, backend, scheduler, allow_imports
         As `run` takes them.
 
     Raises
@@ -88,16 +88,11 @@ def check_run_options(
     genvdis.errors.UserError: --jobs must be >= 1
     """
     from genvdis import estimators
-    from genvdis.config import MAX_SEED
 
     if jobs < 1:
         raise UserError("--jobs must be >= 1")
     if backend not in BACKENDS:
         raise UserError(f"--backend must be loky, threading or dask, not '{backend}'")
-    if splits is not None and splits < 1:
-        raise UserError(f"--splits must be >= 1, not {splits}")
-    if seed is not None and not 0 <= seed <= MAX_SEED:
-        raise UserError(f"--seed must be from 0 to 2^63 - 1 = {MAX_SEED}, not {seed}")
     if scheduler and backend != "dask":
         raise UserError("--scheduler needs --backend dask")
     if allow_imports or os.environ.get(estimators.ALLOW_ENV):
@@ -114,7 +109,7 @@ def run(
     backend: str = "loky",
     scheduler: str | None = None,
     mirror: str | None = None,
-    progress: bool = False,
+    progress: Progress | None = None,
     force: bool = False,
     wait: bool = False,
     allow_imports: Iterable[str] = (),
@@ -135,8 +130,11 @@ def run(
         How the workers run; ``scheduler`` is a dask scheduler's address (dask only).
     mirror : str, optional
         A base URL or folder replacing the UCI archive (default: ``$GENVDIS_MIRROR``).
-    progress : bool
-        Show a progress bar.
+    progress : callable, optional
+        Told of the run's progress: called as ``progress(name, total_blocks)``, it returns a
+        context manager giving a function of the blocks just finished (see
+        `genvdis.progress`; ``genvdis.progress.rich_bar`` is the command line's bar). Default:
+        nothing is shown; the API never prints.
     force : bool
         Run beyond the work, memory and size bounds, and on more workers than cores.
     wait : bool
@@ -161,10 +159,7 @@ def run(
     from genvdis import engine
     from genvdis.config import ExperimentConfig
 
-    check_run_options(
-        jobs=jobs, backend=backend, splits=splits, seed=seed, scheduler=scheduler,
-        allow_imports=allow_imports,
-    )  # fmt: skip
+    check_run_options(jobs=jobs, backend=backend, scheduler=scheduler, allow_imports=allow_imports)
     if not isinstance(config, ExperimentConfig):
         config = load_config(config)
     config = config.with_overrides(splits=splits, seed=seed)
@@ -200,7 +195,7 @@ def sweep(
         ``variants:`` block.
     splits, seed, out, mirror
         As `run` takes them; ``options`` are `run`'s jobs, backend, scheduler, progress,
-        force and wait.
+        force, wait and allow_imports.
 
     Returns
     -------
@@ -218,8 +213,8 @@ def sweep(
     from genvdis import builtin, sweeps
     from genvdis.config import ExperimentConfig
 
-    run_options = {k: options[k] for k in ("jobs", "backend", "scheduler") if k in options}
-    check_run_options(splits=splits, seed=seed, **run_options)
+    checked = ("jobs", "backend", "scheduler", "allow_imports")
+    check_run_options(**{k: options[k] for k in checked if k in options})
     sources = configs if isinstance(configs, list) else [configs]
     given = sweeps.given_variants(list(vary or []), variants)
     plans = []
@@ -229,7 +224,6 @@ def sweep(
         config = config.with_overrides(splits=splits, seed=seed)
         where = str(config.name if path is None else source)
         plans.append(sweeps.plan_config(config, where, path, given, mirror))
-    options = {"progress": False, **options}  # as `run`: a progress bar only if asked for
     return sweeps.run_sweeps(plans, Path(out), mirror=mirror, **options)
 
 
@@ -304,9 +298,9 @@ class Results:
     @property
     def models(self) -> list[str]:
         """The models, in the config's order."""
-        from genvdis import analysis
+        from genvdis.runfiles import read_panel_config
 
-        return analysis.read_config(self.path)["models"]
+        return read_panel_config(self.path)["models"]
 
     @cached_property
     def summary(self) -> pd.DataFrame:

@@ -134,11 +134,16 @@ class _StderrHandler(logging.StreamHandler):
         return ours or self.verbose or record.levelno >= logging.WARNING
 
 
-def _start_run(quiet: bool) -> bool:
-    """The logging level for `run` and `theory`; returns whether to show progress."""
+def _start_run(quiet: bool):
+    """The logging level for `run` and `theory`; returns the progress bar to show (None: no
+    bar, with --quiet or when stderr is not a terminal)."""
     if quiet:  # errors only: no progress, no notices, no warnings
         logging.getLogger().setLevel(logging.ERROR)
-    return not quiet and sys.stderr.isatty()
+    if quiet or not sys.stderr.isatty():
+        return None
+    from genvdis.progress import rich_bar
+
+    return rich_bar
 
 
 def _headless() -> None:
@@ -192,7 +197,7 @@ def run(
     progress = _start_run(quiet)
     options = dict(jobs=jobs, backend=backend, scheduler=scheduler)
     options["allow_imports"] = allow_import or ()
-    api.check_run_options(splits=splits, seed=seed, **options)
+    api.check_run_options(**options)  # --splits and --seed: checked by the config, as overrides
     loaded = [api.load_config(path).with_overrides(splits=splits, seed=seed) for path in configs]
     for path, config in zip(configs, loaded, strict=True):
         try:
@@ -232,6 +237,7 @@ def sweep(
     quiet: Quiet = False,
     wait: Wait = False,
     force: Force = False,
+    allow_import: AllowImport = None,
 ) -> None:
     """Run configs under variants of their settings: <out>/<name>/variants/, sensitivity.csv."""
     from genvdis import api
@@ -239,7 +245,7 @@ def sweep(
     table = api.sweep(
         configs, vary=vary, variants=variants, splits=splits, seed=seed, out=out, mirror=mirror,
         jobs=jobs, backend=backend, scheduler=scheduler, progress=_start_run(quiet),
-        force=force, wait=wait,
+        force=force, wait=wait, allow_imports=allow_import or (),
     )  # fmt: skip
     log.info("wrote %s: %d variants", out / "sensitivity.csv", len(table))
 
@@ -259,15 +265,15 @@ def theory(
 ) -> None:
     """Sample complexity on synthetic data: m*(eps) vs n features, NB vs LR, with fits."""
     from genvdis import api, builtin
-    from genvdis.theory import load_theory_config, run_theory
+    from genvdis.theory import run_theory
+    from genvdis.theoryconfig import load_theory_config
 
     progress = _start_run(quiet)
-    api.check_run_options(jobs=jobs, splits=splits)
+    api.check_run_options(jobs=jobs)
     _headless()
-    for config in [load_theory_config(builtin.resolve(path, "theory")) for path in configs]:
-        root = run_theory(
-            config, out, jobs=jobs, splits=splits, progress=progress, force=force, wait=wait
-        )
+    loaded = [load_theory_config(builtin.resolve(path, "theory")) for path in configs]
+    for config in [config.with_overrides(splits=splits) for config in loaded]:
+        root = run_theory(config, out, jobs=jobs, progress=progress, force=force, wait=wait)
         log.info("%s: wrote %s", config.name, root)
 
 
@@ -353,7 +359,7 @@ def validate(
     from genvdis import builtin, datasets, estimators
     from genvdis.config import VARIANTS_KEY, is_theory_config, parse_config, read_yaml
     from genvdis.errors import UserError
-    from genvdis.theory import parse_theory_config
+    from genvdis.theoryconfig import parse_theory_config
     from genvdis.variants import check_block
 
     for path in configs:

@@ -30,6 +30,7 @@ from genvdis.errors import UserError
 from genvdis.yamlfile import read_yaml
 
 Model = TypeVar("Model", bound=BaseModel)
+Config = TypeVar("Config", bound="RunConfig")
 
 # Seeds are hashed as signed 64-bit integers (genvdis.streams).
 MAX_SEED = 2**63 - 1
@@ -339,7 +340,16 @@ def _names_to_dicts(value: Any) -> Any:
     return value
 
 
-ModelList = Annotated[list[ModelSpec], BeforeValidator(_names_to_dicts)]
+def _unique_models(value: list) -> list:
+    names = [m.name for m in value]
+    if len(set(names)) != len(names):
+        raise ValueError(f"each model may appear once, got {names}")
+    return value
+
+
+ModelList = Annotated[
+    list[ModelSpec], BeforeValidator(_names_to_dicts), AfterValidator(_unique_models)
+]
 
 
 # --- sizes -----------------------------------------------------------------------------------
@@ -361,9 +371,27 @@ class SizeRange(StrictModel):
 # --- the experiment --------------------------------------------------------------------------
 
 
-class ExperimentConfig(StrictModel):
+class RunConfig(StrictModel):
+    """What every config that makes a results folder has (run and theory configs alike): a
+    plain name, an optional title, and options the command line may override."""
+
     name: RunName
     title: Title = None
+
+    @property
+    def display_title(self) -> str:
+        return self.title or self.name
+
+    def with_overrides(self: Config, **changes: Any) -> Config:
+        """A copy with some fields replaced (command-line options), validated again: the one
+        check of those options, against the bounds of the config's own fields."""
+        changes = {k: v for k, v in changes.items() if v is not None}
+        options = " ".join(f"--{k} {v}" for k, v in changes.items())
+        data = {**self.model_dump(mode="python"), **changes}
+        return validate_mapping(type(self), data, options or f"config '{self.name}'")
+
+
+class ExperimentConfig(RunConfig):
     panel: int | None = Field(default=None, ge=1, le=15)
     dataset: DatasetSpec
     attributes: Literal["continuous", "discrete", "all"] | list[str] = "all"
@@ -422,14 +450,6 @@ class ExperimentConfig(StrictModel):
             raise ValueError("'test' must be 'rest' or a positive number of rows")
         return value
 
-    @field_validator("models", mode="after")
-    @classmethod
-    def _unique_models(cls, value: list[ModelSpec]) -> list[ModelSpec]:
-        names = [m.name for m in value]
-        if len(set(names)) != len(names):
-            raise ValueError(f"each model may appear once, got {names}")
-        return value
-
     @property
     def size_grid(self) -> list[int]:
         """The training-set sizes m, sorted and unique."""
@@ -438,19 +458,12 @@ class ExperimentConfig(StrictModel):
         return sorted(set(self.sizes))
 
     @property
-    def display_title(self) -> str:
-        return self.title or self.name
-
-    @property
     def data_dir(self) -> Path:
         """The folder a relative `dataset.path` is read from (the config file's)."""
         return self._data_dir or Path(".")
 
     def with_overrides(self, **changes: Any) -> ExperimentConfig:
-        """A copy with some fields replaced (CLI options), validated again."""
-        data = self.model_dump(mode="python")
-        data.update({k: v for k, v in changes.items() if v is not None})
-        changed = parse_config(data, f"config '{self.name}' with options")
+        changed = super().with_overrides(**changes)
         changed._data_dir = self._data_dir
         return changed
 

@@ -28,8 +28,7 @@ from genvdis import analysis as an
 from genvdis import results
 from genvdis.errors import UserError
 from genvdis.plotting import STYLES, separable_span
-from genvdis.report import read_analysis
-from genvdis.runfiles import read_run_config
+from genvdis.runfiles import read_analysis, read_run_config
 
 PAGE = "explorer.html"
 HOST = "127.0.0.1"

@@ -1,5 +1,6 @@
 """Figures: error vs. m per run (naive Bayes solid, logistic regression dashed, as in the
-paper), and the 15-panel Figure 1 grid. Everything is drawn from summary.csv alone.
+paper), and the 15-panel Figure 1 grid, drawn from summary.csv alone; and the theory runs'
+m* vs n (`plot_theory`), drawn from their sample complexity and fits.
 
 Importing this module changes no matplotlib setting (a notebook keeps its backend and its
 rcParams): the CLI selects the Agg backend itself, and the settings that make saved files
@@ -11,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 
 from genvdis import results
@@ -21,6 +23,7 @@ STYLES = {
     "logistic_regression": {"linestyle": "--", "color": "tab:red", "label": "logistic regression"},
     "lda": {"linestyle": ":", "color": "tab:green", "label": "LDA (full covariance)"},
 }
+SHORT = {"naive_bayes": "NB", "logistic_regression": "LR"}
 SAVE_STYLE = {"svg.hashsalt": "genvdis", "pdf.compression": 6}
 METADATA = {"png": {"Software": None}, "pdf": {"CreationDate": None, "Producer": None}}
 
@@ -124,3 +127,61 @@ def plot_results(results_dir: Path) -> list[Path]:
     if runs != [results_dir]:
         written += plot_figure1(results_dir, runs)
     return written
+
+
+def plot_theory(
+    table: pd.DataFrame, fits: pd.DataFrame, stem: Path, title: str, caption: str = ""
+) -> list[Path]:
+    """`genvdis theory`'s figure: m* vs n (log x), one panel per epsilon: naive Bayes solid,
+    logistic regression dashed, 95% bootstrap bars, and both least-squares fits (log n dotted,
+    n dash-dot) with R^2."""
+    from genvdis.theory import FORMS
+
+    epsilons = sorted(table["epsilon"].unique())
+    fig, axes = plt.subplots(1, len(epsilons), figsize=(5.4 * len(epsilons), 4.2), squeeze=False)
+    ns = np.sort(table["n"].unique())
+    grid = np.geomspace(ns.min(), ns.max(), 100)
+    finite_high = np.where(np.isfinite(table["ci_high"]), table["ci_high"], np.nan)
+    top = np.nanmax(np.concatenate([finite_high, table["m_star"].to_numpy(float)]))
+    for ax, eps in zip(axes[0], epsilons, strict=True):
+        for model, curve in table[table["epsilon"] == eps].groupby("model", sort=False):
+            style = STYLES.get(model, {"linestyle": "-.", "label": model})
+            star = curve["m_star"].to_numpy(float)
+            high = np.where(np.isfinite(curve["ci_high"]), curve["ci_high"], top)
+            yerr = np.vstack([star - curve["ci_low"], high - star])
+            ax.errorbar(
+                curve["n"], star, yerr=np.where(np.isfinite(yerr), yerr, 0), marker="o",
+                capsize=3, **style,
+            )  # fmt: skip
+            chosen = fits[(fits["model"] == model) & (fits["epsilon"] == eps)]
+            for form, line in (("log n", ":"), ("n", "-.")):
+                row = chosen[chosen["form"] == form]
+                if len(row) and np.isfinite(row["a"].iloc[0]):
+                    a, b, r2 = row[["a", "b", "r2"]].iloc[0]
+                    label = f"{SHORT.get(model, model)}: a + b·{form}, R² = {r2:.2f}"
+                    ax.plot(
+                        grid, a + b * FORMS[form](grid), linestyle=line, linewidth=1, alpha=0.8,
+                        color=style.get("color"), label=label,
+                    )  # fmt: skip
+        _theory_axes(ax, ns, eps)
+    fig.suptitle(title, fontsize=11)
+    if caption:
+        fig.text(0.5, 0.0, caption, ha="center", va="top", fontsize=7, color="0.3")
+    fig.tight_layout()
+    return save_figure(fig, stem)
+
+
+def _theory_axes(ax: plt.Axes, ns: np.ndarray, eps: float) -> None:
+    """One theory panel's axes: n on a log scale, labelled at the n that were run."""
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+    ax.set_xscale("log")
+    ax.set_xticks(ns)
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("n (number of features)")
+    ax.set_ylabel(f"m* (examples to get within {eps:g} of the asymptotic error)", fontsize=8)
+    ax.set_title(f"ε = {eps:g}", fontsize=10)
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)

@@ -16,6 +16,7 @@ import pandas as pd
 
 from genvdis import analysis as an
 from genvdis import report_curves as rc
+from genvdis import results, runfiles
 from genvdis.reportformat import (
     Block,
     fmt,
@@ -350,16 +351,6 @@ def to_html(blocks: list[Block], title: str) -> str:
     return head + "\n".join(parts) + "\n</body>\n</html>\n"
 
 
-def read_analysis(results_dir: Path) -> pd.DataFrame:
-    """analysis.csv as written; only empty cells are missing (so the verdict "n/a" survives)."""
-    return pd.read_csv(
-        results_dir / "analysis.csv",
-        dtype={"panel": "Int64", "n_rows": "Int64"},
-        keep_default_na=False,
-        na_values=[""],
-    )
-
-
 def write_report(
     results_dir: Path, reanalyse: bool = True, n_boot: int = 1000
 ) -> tuple[Path, Path]:
@@ -367,13 +358,13 @@ def write_report(
     analysis.csv and each differences.csv always agree."""
     results_dir = Path(results_dir)
     if reanalyse or not (results_dir / "analysis.csv").exists():
-        an.analyse_results(results_dir, n_boot=n_boot)
-    table = read_analysis(results_dir)
+        runfiles.analyse_results(results_dir, n_boot=n_boot)
+    table = runfiles.read_analysis(results_dir)
     blocks = build_blocks(results_dir, table)
     md, page = results_dir / "REPORT.md", results_dir / "REPORT.html"
-    md.write_text(to_markdown(blocks), encoding="utf-8")
-    page.write_text(to_html(blocks, "genvdis report"), encoding="utf-8")
-    from genvdis.explorer import write_explorer  # imports this module's readers
+    results.atomic_write_text(md, to_markdown(blocks))
+    results.atomic_write_text(page, to_html(blocks, "genvdis report"))
+    from genvdis.explorer import write_explorer  # matplotlib (colours): only for a report
 
     write_explorer(results_dir)
     return md, page

@@ -1,11 +1,14 @@
-"""A run folder's files read back, for `genvdis plot` and `genvdis report`.
+"""A run folder's files read back, for `genvdis plot`, `genvdis report` and the API, and the
+analysis files written from them (`analyse_results`).
 
 genvdis wrote them, but a user may have edited, truncated or replaced one since; each problem
-is then a one-line UserError naming the file, never a pandas or YAML traceback.
+is then a one-line UserError naming the file, never a pandas or YAML traceback. Every file
+written here is written atomically (`results.atomic_write_text`).
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
 from typing import Any
@@ -13,9 +16,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from genvdis import results
 from genvdis.config import NAME_PATTERN, drawable_title
 from genvdis.errors import UserError
 from genvdis.yamlfile import read_yaml
+
+log = logging.getLogger(__name__)
 
 # What plot and report use of each file, and which of those columns are numbers.
 SUMMARY_NEEDS = {"model": False, "m": True, "mean": True, "ci_low": True, "ci_high": True}
@@ -74,3 +80,71 @@ def read_run_config(run_dir: Path) -> dict[str, Any]:
     except ValueError as error:
         raise UserError(f"{path}: title: {error}") from None
     return config
+
+
+def read_panel_config(run_dir: Path) -> dict[str, Any]:
+    """The keys the analysis needs from config.yaml, with the folder name standing in when it
+    lacks them (or holds something else than the numbers where numbers belong)."""
+    cfg = read_run_config(run_dir)
+    name = str(cfg.get("name") or run_dir.name)
+    models = cfg.get("models") if isinstance(cfg.get("models"), list) else []
+    names = [str(x["name"]) for x in models if isinstance(x, dict) and "name" in x]
+    panel, n_rows = cfg.get("panel"), cfg.get("n_rows")
+    return dict(
+        name=name,
+        title=str(cfg.get("title") or name),
+        panel=panel if isinstance(panel, int) else None,
+        n_rows=n_rows if isinstance(n_rows, int) else None,
+        models=names,
+        dataset=str(cfg.get("dataset") or ""),
+    )
+
+
+def read_analysis(results_dir: Path) -> pd.DataFrame:
+    """analysis.csv as written; only empty cells are missing (so the verdict "n/a" survives)."""
+    return pd.read_csv(
+        results_dir / "analysis.csv",
+        dtype={"panel": "Int64", "n_rows": "Int64"},
+        keep_default_na=False,
+        na_values=[""],
+    )
+
+
+def analyse_run(run_dir: Path, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """One run's row of the results table (`analysis.analyse_panel`); writes the tables that
+    trace it (differences.csv, shape.csv, fits.csv) into the run's folder."""
+    from genvdis import analysis
+
+    run_dir = Path(run_dir)
+    if not (run_dir / "errors.csv").exists():
+        raise UserError(f"{run_dir / 'errors.csv'} not found")
+    done = analysis.analyse_panel(
+        read_errors(run_dir), read_panel_config(run_dir), run_dir.name, n_boot, seed
+    )
+    for name, table in done.tables.items():
+        results.atomic_write_csv(run_dir / name, table)
+    return done.row
+
+
+def analyse_results(results_dir: Path, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """Every run under `results_dir` with an errors.csv analysed, and the table of them
+    written as analysis.csv (ordered by paper panel, then name)."""
+    from genvdis import analysis
+
+    results_dir = Path(results_dir)
+    if not results_dir.is_dir():
+        raise UserError(f"results folder {results_dir} not found")
+    folders = sorted(p for p in results_dir.iterdir() if (p / "summary.csv").exists())
+    summaries_only = [p.name for p in folders if not (p / "errors.csv").exists()]
+    if summaries_only:  # e.g. a fresh clone: the committed results keep no per-split errors
+        log.warning(
+            "report leaves out %s: no errors.csv (rerun `genvdis run` on their configs)",
+            ", ".join(summaries_only),
+        )
+    runs = sorted(p for p in results_dir.iterdir() if (p / "errors.csv").exists())
+    rows = [analyse_run(p, n_boot=n_boot, seed=seed) for p in runs]
+    if not rows:
+        raise UserError(f"no panel with an errors.csv under {results_dir}")
+    table = analysis.results_table(rows)
+    results.atomic_write_csv(results_dir / "analysis.csv", table)
+    return table

@@ -1,7 +1,7 @@
 """How the verdicts move under a sweep's variants: `<out>/sensitivity.csv` and the report's
 stability table.
 
-Each variant's folder is analysed by `analysis.analyse_panel`, the function the report uses
+Each variant's folder is analysed by `runfiles.analyse_run`, the function the report uses
 (so its verdict and crossover are the report's, and its differences.csv, shape.csv and
 fits.csv are written beside its CSVs); a variant recorded as the same design as another
 takes that one's numbers. sensitivity.csv holds one row per panel x variant and keeps the
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from genvdis import analysis, results
+from genvdis import results, runfiles
 from genvdis.errors import UserError
 from genvdis.reportformat import Block, fmt_int, is_missing
 from genvdis.variants import BASELINE
@@ -44,7 +44,7 @@ def panel_rows(planned: list[Planned], out: Path, n_boot: int = 1000) -> pd.Data
             rows.append(_not_run_row(item))
             continue
         if item.same_as is None:
-            analysed[item.variant.id] = analysis.analyse_panel(out / item.folder, n_boot=n_boot)
+            analysed[item.variant.id] = runfiles.analyse_run(out / item.folder, n_boot=n_boot)
         row = analysed[item.same_as or item.variant.id]
         gen, disc = row.get("gen_model"), row.get("disc_model")
         rows.append(

@@ -22,7 +22,7 @@ from typing import Any
 
 import pandas as pd
 
-from genvdis import engine, results, sensitivity, splits, variants
+from genvdis import datasource, engine, results, sensitivity, splits, variants
 from genvdis.config import ExperimentConfig
 from genvdis.errors import UserError
 from genvdis.preprocessing import PreparedData, prepare
@@ -110,7 +110,7 @@ def plan(
         source = json.dumps(config.model_dump(mode="json")["dataset"], sort_keys=True)
         try:
             if source not in raw:
-                raw[source] = engine.load_data(config, config.data_dir, mirror)
+                raw[source] = datasource.load_data(config, config.data_dir, mirror)
             data = prepare(raw[source], config)
         except UserError as error:
             raise UserError(f"{where}{variant.origin or 'variant'} {variant.id}: {error}") from None

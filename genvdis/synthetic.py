@@ -93,7 +93,7 @@ def spec_hash(spec: SyntheticDataset) -> str:
 
 
 def load_synthetic(spec: SyntheticDataset) -> RawData:
-    """A synthetic table as `engine.load_data` wants it: features x001.., label column 'y'."""
+    """A synthetic table as `datasource.load_data` wants it: features x001.., label column 'y'."""
     X, y = sample(parameters(spec), spec.n_rows, np.random.default_rng([spec.seed, 1]))
     width = len(str(spec.n_features))
     names = [f"x{i + 1:0{width}d}" for i in range(spec.n_features)]

@@ -1,45 +1,16 @@
-"""Analysis and report on synthetic learning curves whose answer is known."""
+"""The statistics of analysis.py on synthetic learning curves whose answer is known."""
 
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
+from learningcurves import CROSSING, GRID, TRUE_CROSS, make_errors
 from scipy import stats
 
 from genvdis import analysis as an
-from genvdis.report import write_report
-
-GRID = [4, 6, 8, 10, 12, 15, 20, 25, 30, 40, 60, 100, 200]
-TRUE_CROSS = 17.0  # 0.1 + 2/m == 0.2 + 0.3/m
-
-
-def make_errors(curves, grid=GRID, n_splits=200, noise=0.03, shared=0.05, seed=1):
-    """Per-split errors: each split has a difficulty shared by all models (so pairing matters)
-    plus independent noise per model."""
-    rng = np.random.default_rng(seed)
-    rows = []
-    for m in grid:
-        for s in range(n_splits):
-            common = rng.normal(0, shared)
-            for model, f in curves.items():
-                err = f(m) + common + rng.normal(0, noise)
-                rows.append(
-                    dict(
-                        model=model, m=m, split=s, n_test=100, errors=0, error=err, separable=False
-                    )
-                )
-    return pd.DataFrame(rows)
-
-
-CROSSING = {
-    an.LR: lambda m: 0.1 + 2 / m,
-    an.NB: lambda m: 0.2 + 0.3 / m,
-}
 
 
 @pytest.fixture(scope="module")
@@ -210,73 +181,3 @@ def test_fit_survives_zero_sems():
     sem = np.array([0.01, 0.01, 0.0, np.nan, 0.0])
     fit = an.fit_learning_curve(m, err, sem)
     assert fit["ok"] and fit["a"] == pytest.approx(0.05, abs=0.01)
-
-
-# ----------------------------------------------------------------------- panels and report
-
-
-def write_panel(root: Path, name: str, title: str, panel, errors: pd.DataFrame, models):
-    d = root / name
-    d.mkdir(parents=True)
-    errors.to_csv(d / "errors.csv", index=False)
-    cfg = dict(
-        name=name, title=title, panel=panel, n_rows=500, models=[{"name": x} for x in models]
-    )
-    (d / "config.yaml").write_text(yaml.safe_dump(cfg))
-    (d / f"{name}.png").write_bytes(b"\x89PNG fake")
-    return d
-
-
-@pytest.fixture
-def results(tmp_path, crossing_errors):
-    flat = make_errors(
-        {an.LR: lambda m: 0.3, an.NB: lambda m: 0.2}, grid=[10, 20, 40, 80], n_splits=30
-    )
-    write_panel(tmp_path, "sonar", "sonar", 8, flat, [an.NB, an.LR])
-    write_panel(tmp_path, "pima", "pima", 1, crossing_errors, [an.NB, an.LR])
-    lda = make_errors(
-        {an.LR: lambda m: 0.2, "lda": lambda m: 0.3}, grid=[10, 20, 40, 80], n_splits=30
-    )
-    write_panel(tmp_path, "extra_lda", "lda check", None, lda, ["lda", an.LR])
-    nb_only = flat[flat["model"] == an.NB]
-    write_panel(tmp_path, "nb_only", "nb alone", None, nb_only, [an.NB])
-    (tmp_path / "not_a_panel").mkdir()
-    return tmp_path
-
-
-def test_analyse_results_table_and_trace_files(results):
-    t = an.analyse_results(results, n_boot=100)
-    assert list(t["name"]) == ["pima", "sonar", "extra_lda", "nb_only"]  # panel, then name
-    v = dict(zip(t["name"], t["verdict"], strict=True))
-    assert v == {
-        "pima": an.TWO_REGIMES,
-        "sonar": an.NB_BETTER,
-        "extra_lda": an.LR_BETTER,
-        "nb_only": an.NO_PAIR,
-    }
-    pima = t.set_index("name").loc["pima"]
-    assert pima["m_cross"] == 20 and pima["m_min"] == 4 and pima["m_max"] == 200
-    assert pima["naive_bayes_err_m_min"] == pytest.approx(0.2 + 0.3 / 4, abs=0.01)
-    assert pima["diff_m_max_ci_high"] < 0 < pima["diff_m_min_ci_low"]
-    assert t.set_index("name").loc["extra_lda", "gen_model"] == "lda"
-    assert (results / "analysis.csv").exists()
-    diffs = pd.read_csv(results / "pima" / "differences.csv")
-    assert list(diffs["m"]) == GRID and set(diffs["significant"]) == {1, -1}
-    assert not (results / "nb_only" / "differences.csv").exists()
-
-
-def test_write_report(results):
-    (results / "figure1.png").write_bytes(b"\x89PNG fake")
-    md, page = write_report(results, n_boot=100)
-    text, html_text = md.read_text(), page.read_text()
-    for s in ("pima", "sonar", "lda check", an.TWO_REGIMES, an.NB_BETTER, an.LR_BETTER):
-        assert s in text and s in html_text
-    assert "![Figure 1 reproduction](figure1.png)" in text
-    assert "](pima/pima.png)" in text and 'src="sonar/sonar.png"' in html_text
-    assert "Comparison with the paper" in text and "<table>" in html_text
-    assert "Agree with two regimes: 1 pima" in text
-    assert "analysis.md" in text
-    assert "| 1 | pima | 500 | 4–200 |" in text
-    # deterministic: a second run gives identical files
-    write_report(results, n_boot=100)
-    assert md.read_text() == text and page.read_text() == html_text

@@ -4,7 +4,9 @@ the docstrings' examples, executed."""
 
 from __future__ import annotations
 
+import contextlib
 import doctest
+import logging
 import os
 import re
 import subprocess
@@ -155,6 +157,34 @@ def test_bad_options_are_user_errors():
         genvdis.run("pima", jobs=0)
     with pytest.raises(genvdis.UserError, match="--backend must be"):
         genvdis.run("pima", backend="mpi")
+    # splits and seed: checked once, by the config's own fields
+    with pytest.raises(genvdis.UserError, match="^--splits 0: splits: .* equal to 1"):
+        genvdis.run("pima", splits=0)
+    with pytest.raises(genvdis.UserError, match="^--seed -1: seed: .* equal to 0"):
+        genvdis.run("pima", seed=-1)
+
+
+def test_a_run_reports_progress_only_to_its_callback(
+    tmp_path, write_toy, toy_config, capfd, monkeypatch
+):
+    """The API prints nothing (in a process where logging is not set up, as in a fresh
+    notebook; the CLI's log handler is gone); a progress callback is told the run's name and
+    block count, then the blocks already done (none here), then every block once."""
+    monkeypatch.setattr(logging.getLogger(), "handlers", [])
+    config = write_toy(tmp_path / "cfg", toy_config("sizes: [10, 20]", "block_size: 2"))
+    calls: list[tuple] = []
+
+    @contextlib.contextmanager
+    def progress(name: str, total: int):
+        calls.append((name, total))
+        yield lambda n: calls.append(n)
+
+    genvdis.run(config, splits=5, out=tmp_path / "quiet")
+    assert capfd.readouterr() == ("", "")
+    genvdis.run(config, splits=5, out=tmp_path / "out", progress=progress)
+    assert capfd.readouterr() == ("", "")
+    assert calls[0] == ("toy", 6)  # 2 sizes x 3 blocks of at most 2 splits
+    assert calls[1] == 0 and calls[2:] == [1] * 6
 
 
 def test_the_docstring_examples(tmp_path, monkeypatch, mirror_env):

@@ -9,7 +9,7 @@ import yaml
 from scipy import stats
 
 from genvdis import analysis as an
-from genvdis import fits, shape
+from genvdis import fits, runfiles, shape
 from genvdis.report import write_report
 
 GRID = np.array([10, 15, 20, 30, 40, 60, 80, 100, 150, 200, 300, 400, 600], dtype=float)
@@ -181,7 +181,7 @@ def test_report_flags_shapes_and_unidentifiable_asymptotes(tmp_path):
         {an.NB: lambda m: 0.46 - 0.025 * np.log(m / 10), an.LR: stepped}, n_splits=300
     )
     _panel(tmp_path, "liver", "liver", errors)
-    t = an.analyse_results(tmp_path, n_boot=20).iloc[0]
+    t = runfiles.analyse_results(tmp_path, n_boot=20).iloc[0]
     assert t[f"{an.NB}_asymptote_reason"] == "not identifiable: a at its lower bound 0"
     assert t[f"{an.LR}_asymptote_reason"] == ""
     assert t[f"{an.LR}_rises"] == "40→60" and t[f"{an.NB}_rises"] == ""
@@ -210,7 +210,7 @@ def test_report_without_dataset_note_or_shape_findings(tmp_path):
 def test_short_grid_reports_no_fit_and_skips_held_out_selection(tmp_path):
     errors = per_split({an.NB: smooth, an.LR: smooth}, grid=np.array([10.0, 20, 40]), n_splits=50)
     _panel(tmp_path, "short", "short", errors)
-    t = an.analyse_results(tmp_path, n_boot=10).iloc[0]
+    t = runfiles.analyse_results(tmp_path, n_boot=10).iloc[0]
     assert t[f"{an.NB}_asymptote_reason"] == "no fit: fewer than 4 points"
     assert t[f"{an.NB}_best_family"] == ""  # 3 points leave too few to hold 2 out
     text = write_report(tmp_path, n_boot=10)[0].read_text()

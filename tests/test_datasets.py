@@ -24,7 +24,7 @@ import pytest
 from genvdis import datasets, splits
 from genvdis.config import FileDataset, load_config
 from genvdis.datasets import REGISTRY, RawData, load_file_dataset, load_registered
-from genvdis.engine import load_data
+from genvdis.datasource import load_data
 from genvdis.errors import UserError
 from genvdis.fetch import RemoteFile
 from genvdis.preprocessing import prepare

@@ -17,7 +17,7 @@ from sklearn.naive_bayes import CategoricalNB, GaussianNB
 from sklearn.svm import LinearSVC
 from typer.testing import CliRunner
 
-from genvdis import engine, estimators, results, splits, streams
+from genvdis import datasource, estimators, results, scoring, splits, streams
 from genvdis.cli import app
 from genvdis.config import EstimatorSpec, parse_config
 from genvdis.errors import UserError
@@ -97,8 +97,8 @@ def toy(toy_config, write_toy, tmp_path_factory):
     from genvdis.config import load_config
 
     config = load_config(path)
-    data = prepare(engine.load_data(config, base_dir=folder), config)
-    return data, engine.EncodedData.from_prepared(data)
+    data = prepare(datasource.load_data(config, base_dir=folder), config)
+    return data, scoring.EncodedData.from_prepared(data)
 
 
 # --- the allow-list ----------------------------------------------------------------------------

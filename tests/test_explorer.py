@@ -32,7 +32,7 @@ import pytest
 from typer.testing import CliRunner
 
 from genvdis import analysis as an
-from genvdis import explorer, results
+from genvdis import explorer, results, runfiles
 from genvdis.cli import app
 from genvdis.report import write_report
 
@@ -91,8 +91,8 @@ def known(tmp_path_factory) -> Path:
     _run(root, "votes", other, NB_CURVE)
     synthetic = dict(title="n = 10", dataset={"synthetic": {"kind": "binary"}}, models=[LR_SAMPLE])
     _run(root, "theory-x/n10", synthetic, {an.LR: lambda m: 0.3})
-    an.analyse_results(root, n_boot=50)
-    an.analyse_results(root / "examples", n_boot=50)
+    runfiles.analyse_results(root, n_boot=50)
+    runfiles.analyse_results(root / "examples", n_boot=50)
     return root
 
 

@@ -14,7 +14,7 @@ import pytest
 import scipy.optimize
 from scipy.optimize import linprog
 
-from genvdis import engine, hyperplanes, splits
+from genvdis import datasource, engine, hyperplanes, scoring, splits
 from genvdis.config import load_config
 from genvdis.models import LogisticRegression, build_model
 from genvdis.preprocessing import FeatureLayout, prepare
@@ -178,8 +178,8 @@ def test_liver_m15_split_266_is_separable(mirror_env):
     """A regression test: liver at m = 15, split 266 has maximum margin 2.4e-5, yet it was
     flagged non-separable (a projected weighting of all zeros counted as a proof)."""
     config = load_config(REPO / "configs" / "liver.yaml")
-    data = prepare(engine.load_data(config), config)
-    encoded = engine.EncodedData.from_prepared(data)
+    data = prepare(datasource.load_data(config), config)
+    encoded = scoring.EncodedData.from_prepared(data)
     models = [build_model(spec, data.layout) for spec in config.models]
     rows = engine.run_block(encoded, models, 15, range(266, 267), engine.Protocol.of(config))
     lr = rows[rows["model"] == "logistic_regression"].iloc[0]

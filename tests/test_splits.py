@@ -134,9 +134,10 @@ def test_training_block_is_the_training_rows_of_each_split():
 def test_error_counts_without_a_test_mask_equal_the_masked_ones():
     """test: rest counts errors as all rows minus training rows; a fixed test set of every
     other row (n - m rows, the same split) counts them through a mask: same numbers."""
-    from genvdis.engine import EncodedData, Protocol, run_block
+    from genvdis.engine import Protocol, run_block
     from genvdis.models import LogisticRegression, NaiveBayes
     from genvdis.preprocessing import FeatureLayout
+    from genvdis.scoring import EncodedData
 
     rng = np.random.default_rng(0)
     X = rng.uniform(size=(120, 3))

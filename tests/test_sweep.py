@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from genvdis import analysis, results, sensitivity, variants
+from genvdis import results, runfiles, sensitivity, variants
 from genvdis.cli import app
 from genvdis.errors import UserError
 from genvdis.report import write_report
@@ -302,7 +302,7 @@ def test_sensitivity_rows_are_the_analysis_of_each_variant(swept):
     ]  # fmt: skip
     for row in table.itertuples():  # a repeated design has the numbers of the one it repeats
         folder = out / "toy" / "variants" / (row.same_as if row.same_as else row.variant)
-        expected = analysis.analyse_panel(folder)
+        expected = runfiles.analyse_run(folder)
         assert row.verdict == expected["verdict"] and row.n_splits == 6
         assert row.m_min == 12 and row.m_max == 150 and row.gen_model == "naive_bayes"
         assert row.nb_err_m_min == expected["naive_bayes_err_m_min"]
@@ -414,7 +414,7 @@ def test_the_api_sweep_returns_the_rows_it_wrote(toy, tmp_path):
     assert list(table["same_as"]) == ["", "", "baseline"]
     written = sensitivity.read_sensitivity(tmp_path / "out")
     assert list(written["variant"]) == list(table["variant"])
-    with pytest.raises(UserError, match="^--splits must be >= 1, not 0$"):
+    with pytest.raises(UserError, match="^--splits 0: splits: Input should be greater than or eq"):
         genvdis.sweep(toy, vary=["seed=1"], splits=0)
 
 

@@ -16,7 +16,6 @@ from typer.testing import CliRunner
 from genvdis import synthetic, theory
 from genvdis.cli import app
 from genvdis.config import SyntheticDataset
-from genvdis.errors import UserError
 
 
 def _class_frames(spec: SyntheticDataset) -> tuple[np.ndarray, np.ndarray]:
@@ -157,29 +156,6 @@ def test_fits_recover_known_lines():
     assert lr.loc["n", ["a", "b", "r2"]].tolist() == pytest.approx([5, 12, 1])
     assert nb.loc["n", "r2"] < 0.95 and lr.loc["log n", "r2"] < 0.95
     assert lr.loc["power", "b"] == pytest.approx(1, abs=0.05)
-
-
-def test_theory_config_errors_name_the_file_and_field(tmp_path):
-    base = {"name": "t", "kind": "binary", "n": [5], "effect": 0.3, "m": [10, 20]}
-    base["epsilon"] = [0.01]
-    cases = {
-        "effect": {"effect": 1.5},
-        "colour": {"colour": "red"},
-        "models": {"models": ["lda"]},
-        "m": {"m": [10, 200_000]},
-    }
-    for field, change in cases.items():
-        path = tmp_path / f"{field}.yaml"
-        path.write_text(yaml.safe_dump({**base, **change}))
-        with pytest.raises(UserError, match=rf"{path.name}: {field}"):
-            theory.load_theory_config(path)
-
-
-def test_mgrid_is_one_sequence_for_every_n():
-    grid = theory.MGrid(start=10, stop=8, min_stop=100, per_doubling=2)
-    small, large = grid.values(4), grid.values(100)
-    assert small == [10, 14, 20, 28, 40, 57, 80]
-    assert large[: len(small)] == small and large[-1] <= 800 < large[-1] * 2**0.5 + 1
 
 
 def test_theory_cli_end_to_end(tmp_path):
