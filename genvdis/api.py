@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from genvdis.errors import UserError
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Iterator
 
     import pandas as pd
     from matplotlib.axes import Axes
@@ -97,6 +97,58 @@ def check_run_options(
         raise UserError("--scheduler needs --backend dask")
     if allow_imports or os.environ.get(estimators.ALLOW_ENV):
         estimators.allowed_prefixes(allow_imports)
+
+
+def validate(configs: Iterable[str | Path], allow_imports: Iterable[str] = ()) -> Iterator[str]:
+    """Check configs without fetching data or running, as `genvdis validate` does: the schema,
+    a registered dataset's name, estimator entries (imported only within the allow-list) and a
+    ``variants:`` block. Theory configs are recognised and checked as such.
+
+    Parameters
+    ----------
+    configs : str or Path, each
+        YAML files, or built-in names.
+    allow_imports : str, each
+        Import prefixes estimator entries may use besides ``sklearn``.
+
+    Yields
+    ------
+    str
+        One line per config as it checks: ``"<config>: ok (<name>, <n> sizes)"``.
+
+    Raises
+    ------
+    UserError
+        At the first config that does not check, in one line naming it and its field.
+
+    Examples
+    --------
+    >>> from genvdis.api import validate
+    >>> list(validate(["pima"]))
+    ['pima: ok (pima, 13 sizes)']
+    """
+    from genvdis import builtin, datasets, estimators
+    from genvdis.config import VARIANTS_KEY, is_theory_config, parse_config, read_yaml
+    from genvdis.theoryconfig import parse_theory_config
+    from genvdis.variants import check_block
+
+    for path in configs:
+        data = read_yaml(builtin.resolve(path))
+        if is_theory_config(data):
+            theory = parse_theory_config(data, str(path))
+            yield f"{path}: ok (theory {theory.name}, {len(theory.n)} values of n)"
+            continue
+        block = data.pop(VARIANTS_KEY, None) if isinstance(data, dict) else None
+        config = parse_config(data, str(path))
+        if isinstance(config.dataset, str):
+            datasets.get_info(config.dataset)
+        try:
+            estimators.check_config(config, tuple(allow_imports))
+        except UserError as error:
+            raise UserError(f"{path}: {error}") from None
+        n = check_block(config, block, path)
+        more = f", {n} variants" if n else ""
+        yield f"{path}: ok ({config.name}, {len(config.size_grid)} sizes{more})"
 
 
 def run(

@@ -356,29 +356,10 @@ def validate(
 ) -> None:
     """Check configs (run or theory; schema, dataset name, estimators, variants) without
     fetching or running."""
-    from genvdis import builtin, datasets, estimators
-    from genvdis.config import VARIANTS_KEY, is_theory_config, parse_config, read_yaml
-    from genvdis.errors import UserError
-    from genvdis.theoryconfig import parse_theory_config
-    from genvdis.variants import check_block
+    from genvdis import api
 
-    for path in configs:
-        data = read_yaml(builtin.resolve(path))
-        if is_theory_config(data):
-            theory = parse_theory_config(data, str(path))
-            typer.echo(f"{path}: ok (theory {theory.name}, {len(theory.n)} values of n)")
-            continue
-        block = data.pop(VARIANTS_KEY, None) if isinstance(data, dict) else None
-        config = parse_config(data, str(path))
-        if isinstance(config.dataset, str):
-            datasets.get_info(config.dataset)
-        try:
-            estimators.check_config(config, allow_import or ())
-        except UserError as error:
-            raise UserError(f"{path}: {error}") from None
-        n = check_block(config, block, path)
-        more = f", {n} variants" if n else ""
-        typer.echo(f"{path}: ok ({config.name}, {len(config.size_grid)} sizes{more})")
+    for line in api.validate(configs, allow_imports=allow_import or ()):
+        typer.echo(line)
 
 
 @app.command("configs")

@@ -1,14 +1,22 @@
 """Which table a config's `dataset` names: a registered UCI dataset, a user's own file, a
-synthetic draw, or a table scikit-learn bundles. Each source's loader lives with its kind
-(`datasets`, `synthetic`); this is the one place that chooses among them."""
+synthetic draw, or a table scikit-learn bundles. The UCI registry and its parsers live in
+`datasets`, synthetic draws in `synthetic`; a user's own file and scikit-learn's tables are
+read here. `load_data` is the one place that chooses among them."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pooch
 
 from genvdis import datasets
 from genvdis.config import ExperimentConfig, FileDataset, SklearnSource, SyntheticSource
+from genvdis.datasets import RawData
 from genvdis.errors import UserError
+from genvdis.fetch import fetch_url
 
 
 def load_data(
@@ -19,11 +27,119 @@ def load_data(
     if isinstance(source, str):
         return datasets.load_registered(source, mirror=mirror)
     if isinstance(source, FileDataset):
-        return datasets.load_file_dataset(source, base_dir=base_dir)
+        return load_file_dataset(source, base_dir=base_dir)
     if isinstance(source, SyntheticSource):
         from genvdis import synthetic
 
         return synthetic.load_synthetic(source.synthetic)
     if isinstance(source, SklearnSource):
-        return datasets.load_sklearn(source.sklearn)
+        return load_sklearn(source.sklearn)
     raise UserError(f"dataset: unsupported source {source!r}")
+
+
+def _infer_kind(column: pd.Series) -> str:
+    """Numbers with many distinct values are continuous; anything else is discrete."""
+    values = pd.to_numeric(column.dropna(), errors="coerce")
+    if values.isna().any() or values.nunique() <= 10:
+        return "discrete"
+    return "continuous"
+
+
+def _read_table(path: Path, sep: str, spec: FileDataset, label: str) -> pd.DataFrame:
+    """The file as stripped text cells, rows numbered from 0. The header is read as a row:
+    a data row with more fields than it is then an error (pandas would take the extra
+    field for an index and shift every value), and its names must be distinct once stripped
+    (pandas would rename a repeated 'a' to 'a.1', and keep 'a ' and 'a' apart)."""
+    try:
+        frame = pd.read_csv(
+            path, sep=sep, header=None, dtype=str, na_values=spec.missing_values,
+            keep_default_na=False, skipinitialspace=True,
+        )  # fmt: skip
+    except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else "empty file"
+        raise UserError(f"{label}: cannot be read as a table: {first}") from None
+    names = [str(i) for i in range(frame.shape[1])]
+    if spec.header:
+        cells = frame.iloc[0]
+        names = [c.strip() if isinstance(c, str) else f"Unnamed: {i}" for i, c in enumerate(cells)]
+        frame = frame.iloc[1:].reset_index(drop=True)
+        twice = [name for i, name in enumerate(names) if name in names[:i]]
+        if twice:
+            where = ", ".join(str(i + 1) for i, name in enumerate(names) if name == twice[0])
+            raise UserError(
+                f"{label}: the header names column '{twice[0]}' more than once (columns {where})"
+            )
+    frame.columns = names
+    return frame.apply(lambda column: column.str.strip())
+
+
+def load_file_dataset(spec: FileDataset, *, base_dir: Path = Path(".")) -> RawData:
+    """A user's own CSV/TSV (local, or a URL pinned by sha256): label column, kinds inferred
+    unless declared."""
+    if spec.url is not None:
+        path = fetch_url(spec.url, spec.sha256)
+    else:
+        path = Path(spec.path)
+        if not path.is_absolute():
+            path = base_dir / path
+        if not path.is_file():
+            raise UserError(f"dataset file not found: {spec.path}")
+    sep = spec.sep or ("\t" if path.suffix.lower() in {".tsv", ".tab"} else ",")
+    label = spec.path or spec.url
+    frame = _read_table(path, sep, spec, label)
+    if spec.target not in frame.columns:
+        raise UserError(
+            f"{label}: target column '{spec.target}' not found "
+            f"(columns: {', '.join(frame.columns[:12])}{'...' if frame.shape[1] > 12 else ''})"
+        )
+    if frame.shape[1] == 1:
+        raise UserError(f"{label}: no attribute columns, only the target '{spec.target}'")
+    unknown = sorted(set(spec.kinds) - set(frame.columns))
+    if unknown:
+        raise UserError(f"dataset.kinds: no column named '{unknown[0]}' in {label}")
+    attributes = {
+        column: spec.kinds.get(column) or _infer_kind(frame[column])
+        for column in frame.columns
+        if column != spec.target
+    }
+    return RawData(
+        frame=frame,
+        attributes=attributes,
+        target=spec.target,
+        checksums={path.name: pooch.file_hash(str(path))},
+        source=str(spec.url or spec.path),
+    )
+
+
+def load_sklearn(name: str) -> RawData:
+    """One of scikit-learn's bundled tables, `sklearn.datasets.<name>()`: its features, and
+    the label twice: `target` (scikit-learn's class codes, or values) and, when the Bunch
+    names its classes, `target_name`, the default label column."""
+    import sklearn
+    import sklearn.datasets
+
+    where = f"dataset: sklearn.datasets.{name}"
+    loader = getattr(sklearn.datasets, name, None)
+    if not callable(loader):
+        raise UserError(f"{where}: no such loader in scikit-learn {sklearn.__version__}")
+    try:
+        bunch = loader()
+    except TypeError as error:
+        raise UserError(f"{where}: not a bundled table ({error})") from None
+    if not all(hasattr(bunch, key) for key in ("data", "target", "feature_names")):
+        raise UserError(f"{where}: not a table (it gives no data, target and feature_names)")
+    X, y = np.asarray(bunch.data, dtype=float), np.asarray(bunch.target)
+    frame = pd.DataFrame(X, columns=[str(c) for c in bunch.feature_names])
+    frame["target"] = y.astype(str)
+    names = getattr(bunch, "target_names", None)
+    if names is not None and np.issubdtype(y.dtype, np.integer):
+        frame["target_name"] = np.asarray(names).astype(str)[y]
+    attributes = {column: _infer_kind(frame[column]) for column in frame.columns[: X.shape[1]]}
+    digest = hashlib.sha256(np.ascontiguousarray(X).tobytes() + y.tobytes()).hexdigest()
+    return RawData(
+        frame=frame,
+        attributes=attributes,
+        target=frame.columns[-1],
+        checksums={f"sklearn.datasets.{name}": digest},
+        source=f"scikit-learn {sklearn.__version__}: sklearn.datasets.{name}()",
+    )

@@ -1,6 +1,6 @@
 """`genvdis init`: a commented starter config for a user's own table.
 
-It reads the table as a run would (`datasets.load_file_dataset`), then writes out every
+It reads the table as a run would (`datasource.load_file_dataset`), then writes out every
 choice, inferred or defaulted, with a comment saying why: each column's kind, the two classes,
 what to do with missing values, an m grid that fits the table, and the choices the paper
 leaves open. The rules are in docs/config.md ("Starting from your own table").
@@ -21,7 +21,7 @@ import yaml
 
 from genvdis import __version__
 from genvdis.config import FileDataset, parse_config
-from genvdis.datasets import load_file_dataset
+from genvdis.datasource import load_file_dataset
 from genvdis.errors import UserError
 from genvdis.results import atomic_write_text
 

@@ -23,8 +23,8 @@ import pytest
 
 from genvdis import datasets, splits
 from genvdis.config import FileDataset, load_config
-from genvdis.datasets import REGISTRY, RawData, load_file_dataset, load_registered
-from genvdis.datasource import load_data
+from genvdis.datasets import REGISTRY, RawData, load_registered
+from genvdis.datasource import load_data, load_file_dataset
 from genvdis.errors import UserError
 from genvdis.fetch import RemoteFile
 from genvdis.preprocessing import prepare
