@@ -59,7 +59,7 @@ class _Shared:
 def _design(Z: np.ndarray, y: np.ndarray, idx: np.ndarray, shared: _Shared) -> Design:
     """Newton's design of training rows idx (S, m), in the layout `shared` was built for."""
     if shared.sparse is not None:  # wide one-hot data
-        return Sparse(shared.sparse, Z.shape[1] + 1, idx, y[idx].astype(float))
+        return Sparse.gather(shared.sparse, Z.shape[1] + 1, idx, y[idx].astype(float))
     return _gathered(Z, y, idx)
 
 
