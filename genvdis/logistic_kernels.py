@@ -243,10 +243,13 @@ def _solve_into(A: np.ndarray, b: np.ndarray, x: np.ndarray) -> bool:
             for j in range(d):
                 U[k, j], U[p, j] = U[p, j], U[k, j]
             v[k], v[p] = v[p], v[k]
+        pivot_row = U[k, k + 1 :]
         for i in range(k + 1, d):
             f = U[i, k] / U[k, k]
-            for j in range(k + 1, d):
-                U[i, j] -= f * U[k, j]
+            if f != 0.0:  # a Hessian's rows are often 0 below a pivot: nothing to subtract
+                row = U[i, k + 1 :]
+                for j in range(pivot_row.size):  # 1-d views: LLVM vectorises this loop
+                    row[j] -= f * pivot_row[j]
             v[i] -= f * v[k]
     for k in range(d - 1, -1, -1):
         total = v[k]
