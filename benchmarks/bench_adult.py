@@ -80,14 +80,13 @@ def main() -> None:
         for n in range(args.repeat):
             for k, (label, code) in enumerate(sides.items()):
                 times[label].append(_timed(args.config, args.splits, scratch / f"{k}-{n}", code))
+        best = {label: [min(r[i] for r in runs) for i in (0, 1)] for label, runs in times.items()}
         print(f"{args.config}, {args.splits} splits per m, --jobs 1, min of {args.repeat} rounds")
-        for label, runs in times.items():
-            wall, cpu = min(r[0] for r in runs), min(r[1] for r in runs)
+        for label, (wall, cpu) in best.items():
             print(f"  {label:14} wall {wall:7.2f} s  cpu {cpu:7.2f} s")
         if args.against is not None:
-            best = {label: [min(r[i] for r in runs) for i in (0, 1)] for label, runs in times.items()}
             ratio = [best["--against"][i] / best["this checkout"][i] for i in (0, 1)]
-            print(f"  this checkout is {ratio[0]:.2f}x (wall), {ratio[1]:.2f}x (cpu) as fast")
+            print(f"  this checkout: {ratio[0]:.2f}x as fast (wall), {ratio[1]:.2f}x (cpu)")
             before, after = scratch / "1-0" / name, scratch / "0-0" / name
             if filecmp.cmp(before / "errors.csv", after / "errors.csv", shallow=False):
                 print("errors.csv: byte for byte the same")

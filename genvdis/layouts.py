@@ -8,8 +8,9 @@ small interface (`Design`, a Protocol) with two implementations:
   BLAS product gives X^T W X and the gradient, one pass after the solve gives the new linear
   predictors). The default.
 - `Sparse`: each split's training rows held sparse (CSR: as indices into the data, or copied
-  out by `Sparse.gather`); products loop over nonzeros only (compiled). For wide one-hot data: adult's discrete attributes are
-  92 columns with 15 nonzeros a row, so a Hessian costs ~40x fewer multiplications.
+  out by `Sparse.gather`); products loop over nonzeros only (compiled). For wide one-hot
+  data: adult's discrete attributes are 92 columns with 15 nonzeros a row, so a Hessian
+  costs ~40x fewer multiplications.
 
 Both give the same fits (up to rounding): the choice is the caller's, by speed. (A third,
 masked layout, every data row weighted 0/1 per split, was deleted: it was no faster where it
