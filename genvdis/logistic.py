@@ -59,7 +59,7 @@ class _Shared:
 def _design(Z: np.ndarray, y: np.ndarray, idx: np.ndarray, shared: _Shared) -> Design:
     """Newton's design of training rows idx (S, m), in the layout `shared` was built for."""
     if shared.sparse is not None:  # wide one-hot data
-        return Sparse(shared.sparse, Z.shape[1] + 1, idx, y[idx].astype(float))
+        return Sparse.gather(shared.sparse, Z.shape[1] + 1, idx, y[idx].astype(float))
     return _gathered(Z, y, idx)
 
 
@@ -114,9 +114,15 @@ class LogisticRegression(LinearModel):
         where the sampler starts; there it runs as before (at most 8 iterations). The start is
         a function of the split alone, so results stay independent of how splits are batched;
         it runs on every split of the batch at once (`newton_logistic` groups gathered designs
-        itself)."""
+        itself).
+
+        Sparse (wide one-hot) designs start from 0 instead: there a subsample's fit puts large
+        weights on attribute values seen in one class of the subsample only, and from those
+        saturated rows Newton's steps are huge and mostly halved away. On adult (discrete) at
+        m = 500-3000 the warm start cost 22-25 iterations a split against 16-17 from 0, and
+        left one of 100 splits at m = 2000 unconverged after 100 (docs/scaling.md)."""
         m = idx.shape[1]
-        if m < 2 * WARM_ROWS:
+        if m < 2 * WARM_ROWS or shared.sparse is not None:
             return None
         sub = idx[:, :: m // WARM_ROWS]
         fit = self._newton(

@@ -159,6 +159,26 @@ def gathered_step(XT, problems, t, eta, e, beta, penalty):
 
 
 @jit
+def stack_rows(indptr, indices, values, idx):
+    """The CSR arrays of the rows idx (S, m) of a CSR matrix, stacked in that order: problem
+    s's rows become rows s m to (s + 1) m - 1, held one after the other."""
+    S, m = idx.shape
+    ptr = np.zeros(S * m + 1, dtype=np.int64)
+    for s in range(S):
+        for i in range(m):
+            r = idx[s, i]
+            ptr[s * m + i + 1] = ptr[s * m + i] + indptr[r + 1] - indptr[r]
+    out_indices, out_values = np.empty(ptr[-1], dtype=np.int64), np.empty(ptr[-1])
+    for s in range(S):
+        for i in range(m):
+            r, at = idx[s, i], ptr[s * m + i]
+            for a in range(indptr[r], indptr[r + 1]):
+                out_indices[at], out_values[at] = indices[a], values[a]
+                at += 1
+    return ptr, out_indices, out_values
+
+
+@jit
 def sparse_predictor(indptr, indices, values, idx, beta):
     S, m = idx.shape
     out = np.zeros((S, m))
@@ -223,10 +243,13 @@ def _solve_into(A: np.ndarray, b: np.ndarray, x: np.ndarray) -> bool:
             for j in range(d):
                 U[k, j], U[p, j] = U[p, j], U[k, j]
             v[k], v[p] = v[p], v[k]
+        pivot_row = U[k, k + 1 :]
         for i in range(k + 1, d):
             f = U[i, k] / U[k, k]
-            for j in range(k + 1, d):
-                U[i, j] -= f * U[k, j]
+            if f != 0.0:  # a Hessian's rows are often 0 below a pivot: nothing to subtract
+                row = U[i, k + 1 :]
+                for j in range(pivot_row.size):  # 1-d views: LLVM vectorises this loop
+                    row[j] -= f * pivot_row[j]
             v[i] -= f * v[k]
     for k in range(d - 1, -1, -1):
         total = v[k]
@@ -237,11 +260,47 @@ def _solve_into(A: np.ndarray, b: np.ndarray, x: np.ndarray) -> bool:
 
 
 @jit
+def _solve_coupled(A: np.ndarray, b: np.ndarray, x: np.ndarray) -> bool:
+    """`_solve_into`, eliminating only the coupled unknowns: those whose row of A has a nonzero
+    off the diagonal. A decoupled unknown (a column absent from a training set: its Hessian row
+    is the ridge alone) is b_k / A_kk; elimination leaves the others untouched by it (its
+    multipliers are 0, and partial pivoting never picks its row), so the answer is the full
+    elimination's, bit for bit, at (coupled / d)^3 of the cost: half the columns at m = 100 on
+    adult (discrete)."""
+    d = b.size
+    coupled = np.zeros(d, dtype=np.bool_)
+    for i in range(d):
+        for j in range(d):
+            if j != i and A[i, j] != 0.0:
+                coupled[i] = True
+                break
+    at = np.flatnonzero(coupled)
+    for k in range(d):
+        if not coupled[k]:
+            if A[k, k] == 0.0:
+                return True
+    k = at.size
+    sub, rhs, y = np.empty((k, k)), np.empty(k), np.empty(k)
+    for i in range(k):
+        rhs[i] = b[at[i]]
+        for j in range(k):
+            sub[i, j] = A[at[i], at[j]]
+    if _solve_into(sub, rhs, y):
+        return True
+    for i in range(d):
+        if not coupled[i]:
+            x[i] = b[i] / A[i, i]
+    for i in range(k):
+        x[at[i]] = y[i]
+    return False
+
+
+@jit
 def _solve(A: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """`_solve_into` for each of S systems: x (S, d), and singular (S,)."""
+    """`_solve_coupled` for each of S systems: x (S, d), and singular (S,)."""
     x, singular = np.zeros(b.shape), np.zeros(b.shape[0], dtype=np.bool_)
     for s in range(b.shape[0]):
-        singular[s] = _solve_into(A[s], b[s], x[s])
+        singular[s] = _solve_coupled(A[s], b[s], x[s])
     return x, singular
 
 
