@@ -50,13 +50,19 @@ GROUP_BYTES = 4 * 2**20  # a group of splits' training tensor stays in cache
 
 @dataclass
 class BatchFit:
-    """S fitted linear classifiers: log-odds = Z @ coef[s] + intercept[s]."""
+    """S fitted linear classifiers: log-odds = Z @ coef[s] + intercept[s]; `trajectories`[s]:
+    how many sampler trajectories drew split s's hyperplane (0 where none did)."""
 
     coef: np.ndarray
     intercept: np.ndarray
     separable: np.ndarray
+    trajectories: np.ndarray | None = None
 
-    FIELDS = ("coef", "intercept", "separable")
+    FIELDS = ("coef", "intercept", "separable", "trajectories")
+
+    def __post_init__(self) -> None:
+        if self.trajectories is None:
+            self.trajectories = np.zeros(len(self.separable), dtype=np.int64)
 
 
 class LinearModel:
@@ -88,7 +94,7 @@ class LinearModel:
         return self
 
     def encode(self, X: np.ndarray) -> np.ndarray:
-        return self.layout.onehot(X, drop_first=self.reference_coding)
+        return self.layout.onehot(X, reference=self.reference_coding)
 
     def fit_batch(
         self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray | None = None
@@ -334,7 +340,7 @@ class LogisticRegression(LinearModel):
         layout: FeatureLayout,
         separable: str = "sample",
         C: float = 1.0,
-        mcmc_iterations: int = 3,
+        mcmc_iterations: int = hyperplanes.TRAJECTORIES,
         max_iter: int = 100,
         tol: float = 1e-8,
     ) -> None:
@@ -417,8 +423,12 @@ class LogisticRegression(LinearModel):
         separable, start, from_lp = hyperplanes.decide(
             Z, y, idx, beta, fit.separating, fit.margin_bound
         )  # start: where the sampler starts, a separating Newton iterate or the LP's solution
-        self._apply_policy(Z, y, idx, keys, beta, np.flatnonzero(separable), start, from_lp)
-        return BatchFit(beta[:, :-1], beta[:, -1], separable)
+        chosen = np.flatnonzero(separable)
+        self._apply_policy(Z, y, idx, keys, beta, chosen, start, from_lp)
+        trajectories = np.zeros(idx.shape[0], dtype=np.int64)
+        if self.separable == "sample":
+            trajectories[chosen] = self.mcmc_iterations
+        return BatchFit(beta[:, :-1], beta[:, -1], separable, trajectories)
 
     def _apply_policy(
         self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray,
