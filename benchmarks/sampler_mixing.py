@@ -24,13 +24,14 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _setup import load
 
 from genvdis import hyperplanes
 from genvdis.models import SAMPLER_BYTES, TINY_RIDGE
 from genvdis.newton import Gathered
 from genvdis.splits import draw_block
 from genvdis.streams import stream_keys
+
+from _setup import load
 
 REPO = Path(__file__).resolve().parents[1]
 
