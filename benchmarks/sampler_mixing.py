@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from genvdis import hyperplanes
+from genvdis.engine import one_thread
 from genvdis.models import SAMPLER_BYTES, TINY_RIDGE
 from genvdis.newton import Gathered
 from genvdis.splits import draw_block
@@ -82,33 +83,42 @@ def chains(A, start, k: int, keys: np.ndarray) -> tuple[np.ndarray, float]:
     return np.vstack(draws), seconds
 
 
+def report(path: Path, m: int, args: argparse.Namespace) -> None:
+    """The table's rows for one panel: each setting, then the reference."""
+    config, split, A, start, Z1, y = hard_set(path, m)
+    rows = []
+    for i, k in enumerate([args.reference, *args.trajectories]):
+        keys = stream_keys(config.seed + i, m, range(args.chains), stream=1)
+        draws, seconds = chains(A, start, k, keys)
+        errors = ((Z1 @ draws.T > 0) != y[:, None].astype(bool)).mean(axis=0)
+        rows.append((k, errors.mean(), errors.std(ddof=1) / np.sqrt(args.chains), seconds))
+    _, ref_mean, ref_se, _ = rows[0]
+    for i, (k, mean, se, seconds) in enumerate(rows[1:] + rows[:1]):
+        bias = (mean - ref_mean) / np.hypot(se, ref_se) if i < len(rows) - 1 else 0.0
+        print(f"{config.name:18} {m:4d} {split:5d} {k:4d} {mean:10.4f} {se:7.4f} "
+              f"{bias:+7.1f} {seconds:8.2f}", flush=True)  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("configs", nargs="*", type=Path, help="default: every separable panel")
     parser.add_argument("--chains", type=int, default=400)
-    parser.add_argument("--trajectories", default=f"3,{hyperplanes.TRAJECTORIES}")
+    parser.add_argument(
+        "--trajectories",
+        type=lambda text: [int(k) for k in text.split(",")],
+        default=[3, hyperplanes.TRAJECTORIES],
+    )
     parser.add_argument("--reference", type=int, default=10 * hyperplanes.TRAJECTORIES)
     args = parser.parse_args()
     panels = separable_panels(REPO / "results")
     if args.configs:
         wanted = {path.resolve() for path in args.configs}
         panels = [(path, m) for path, m in panels if path.resolve() in wanted]
-    settings = [int(k) for k in args.trajectories.split(",")]
     print(f"{'panel':18} {'m':>4} {'split':>5} {'k':>4} {'mean error':>10} {'se':>7} "
           f"{'bias/se':>7} {'seconds':>8}")  # fmt: skip
     for path, m in panels:
-        config, split, A, start, Z1, y = hard_set(path, m)
-        rows = []
-        for i, k in enumerate([args.reference, *settings]):
-            keys = stream_keys(config.seed + i, m, range(args.chains), stream=1)
-            draws, seconds = chains(A, start, k, keys)
-            errors = ((Z1 @ draws.T > 0) != y[:, None].astype(bool)).mean(axis=0)
-            rows.append((k, errors.mean(), errors.std(ddof=1) / np.sqrt(args.chains), seconds))
-        _, ref_mean, ref_se, _ = rows[0]
-        for k, mean, se, seconds in rows[1:] + rows[:1]:
-            bias = (mean - ref_mean) / np.hypot(se, ref_se) if k != args.reference else 0.0
-            print(f"{config.name:18} {m:4d} {split:5d} {k:4d} {mean:10.4f} {se:7.4f} "
-                  f"{bias:+7.1f} {seconds:8.2f}", flush=True)  # fmt: skip
+        with one_thread():  # as in a run: BLAS on one thread
+            report(path, m, args)
 
 
 if __name__ == "__main__":
