@@ -13,7 +13,9 @@ after k trajectories. It prints that mean and its standard error for each k of
 `--trajectories` and for `--reference` trajectories, the bias against the reference in
 standard errors (both estimates' errors combined), and the seconds the sampler took: the old
 default (3) and the new (`hyperplanes.TRAJECTORIES`) side by side. An under-mixed chain shows as
-a bias: it still remembers its start (docs/separable.md, "How many trajectories").
+a bias: it still remembers its start (docs/separable.md, "How many trajectories"). With
+`--engine SPLITS` it prints instead what each setting costs a run: the engine's CPU seconds
+over each of those panels' whole grid.
 """
 
 from __future__ import annotations
@@ -26,8 +28,8 @@ from pathlib import Path
 import numpy as np
 
 from genvdis import hyperplanes
-from genvdis.engine import one_thread
-from genvdis.models import SAMPLER_BYTES, TINY_RIDGE
+from genvdis.engine import one_thread, run_block
+from genvdis.models import SAMPLER_BYTES, TINY_RIDGE, LogisticRegression
 from genvdis.newton import Gathered
 from genvdis.splits import draw_block
 from genvdis.streams import stream_keys
@@ -99,6 +101,26 @@ def report(path: Path, m: int, args: argparse.Namespace) -> None:
               f"{bias:+7.1f} {seconds:8.2f}", flush=True)  # fmt: skip
 
 
+def engine_cost(path: Path, settings: list[int], splits: int) -> None:
+    """CPU seconds of the engine (`engine.run_block`, every model) over the panel's whole grid
+    at `splits` splits per m, with logistic regression at each number of trajectories."""
+    setup = load(str(path))
+    seconds = []
+    for k in settings:
+        models = [
+            LogisticRegression(setup.data.layout, mcmc_iterations=k)
+            if model.name == "logistic_regression"
+            else model
+            for model in setup.models
+        ]
+        began = time.process_time()
+        for m in setup.config.size_grid:
+            run_block(setup.encoded, models, m, range(splits), setup.protocol)
+        seconds.append(time.process_time() - began)
+    shown = "  ".join(f"k={k}: {s:7.2f} s" for k, s in zip(settings, seconds, strict=True))
+    print(f"{setup.config.name:18} {shown}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("configs", nargs="*", type=Path, help="default: every separable panel")
@@ -109,11 +131,20 @@ def main() -> None:
         default=[3, hyperplanes.TRAJECTORIES],
     )
     parser.add_argument("--reference", type=int, default=10 * hyperplanes.TRAJECTORIES)
+    parser.add_argument(
+        "--engine", type=int, metavar="SPLITS",
+        help="instead: the engine's CPU seconds over each panel's grid at SPLITS splits per m",
+    )  # fmt: skip
     args = parser.parse_args()
     panels = separable_panels(REPO / "results")
     if args.configs:
         wanted = {path.resolve() for path in args.configs}
         panels = [(path, m) for path, m in panels if path.resolve() in wanted]
+    if args.engine:
+        for path, _ in panels:
+            with one_thread():
+                engine_cost(path, args.trajectories, args.engine)
+        return
     print(f"{'panel':18} {'m':>4} {'split':>5} {'k':>4} {'mean error':>10} {'se':>7} "
           f"{'bias/se':>7} {'seconds':>8}")  # fmt: skip
     for path, m in panels:

@@ -109,7 +109,7 @@ class EncodedData:
         with np.errstate(over="ignore"):  # values beyond single's range: scored in double
             scoring32 = scoring.astype(np.float32)
         return cls(
-            onehot, onehot[:, columns], y, columns,
+            onehot, np.ascontiguousarray(onehot[:, columns]), y, columns,
             scoring, rank, int((y == 0).sum()), scoring32, np.abs(scoring).max(axis=0, initial=0.0),
         )  # fmt: skip
 

@@ -67,7 +67,9 @@ class FeatureLayout:
             block[np.arange(X.shape[0]), codes] = 1.0
             parts.append(block)
         full = np.hstack(parts) if parts else np.zeros((X.shape[0], 0))
-        return full[:, self.reference_columns()] if reference else full
+        # row-major as the data are: fancy indexing alone gives a column-major copy, on which
+        # the models' sums round differently
+        return np.ascontiguousarray(full[:, self.reference_columns()]) if reference else full
 
 
 @dataclass

@@ -278,6 +278,15 @@ def test_reference_columns_drop_the_encodings_level():
     X = np.array([[0.5, 0.25, 2, 3, 1]])
     assert layout.onehot(X).tolist() == [[0.5, 0.25, 0, 0, 1, 0, 0, 0, 1, 0, 1]]
     assert layout.onehot(X, reference=True).tolist() == [[0.5, 0.25, 0, 1, 0, 0, 1, 1]]
+    # the engine's reference-coded data are the same, row-major as the data (a column-major
+    # copy changed the rounding of the masked Newton fits, and so committed curves)
+    X = np.array([[0.5, 0.25, 2, 3, 1], [0.1, 0.3, 0, 0, 0]])
+    for encoding in ("drop_first", "drop_last", "full"):
+        coded = FeatureLayout(2, LEVELS, encoding)
+        encoded = engine.EncodedData.encode(X, np.array([1, 0]), coded)
+        assert np.array_equal(encoded.reference, coded.onehot(X, reference=True))
+        assert encoded.reference.flags.c_contiguous
+        assert coded.onehot(X, reference=True).flags.c_contiguous
     with pytest.raises(ValueError, match="drop_first, drop_last, full"):
         FeatureLayout(0, LEVELS, "drop_middle")
 
