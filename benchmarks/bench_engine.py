@@ -59,7 +59,7 @@ def mle_exists(A: np.ndarray) -> bool:
 def baseline(data, m: int, splits: range, protocol: Protocol) -> dict[str, np.ndarray]:
     """One scikit-learn fit per split; error counts per model."""
     X, y, layout = data.X, data.y, data.layout
-    Z = layout.onehot(X, drop_first=True)
+    Z = layout.onehot(X, reference=True)
     train, test_mask = draw_block(y, m, protocol.seed, splits, protocol.policy, protocol.test)
     errors = {"naive_bayes": [], "logistic_regression": []}
     for s in range(len(splits)):

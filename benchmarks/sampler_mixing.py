@@ -1,63 +1,156 @@
-"""How many exact-HMC trajectories the random separating hyperplane needs, and what it costs.
+"""Has the random separating hyperplane's chain mixed? One hard training set per separable panel.
 
-    GENVDIS_MIRROR=../shared/uci python benchmarks/sampler_mixing.py [--splits 200]
+    GENVDIS_MIRROR=/work/shared/uci python benchmarks/sampler_mixing.py [--chains 400]
+        [--trajectories 3,30] [--reference 300] [configs/sonar.yaml ...]
 
-On real separable training sets (sonar, promoters, optdigits 2 vs 3), it draws one hyperplane
-per split after k trajectories, for k = 1 .. 30, and prints the mean test error over the splits
-with its standard error, and the time. The chain starts at the Newton iterate that proved the
-set separable (a good classifier), so too few trajectories show up as an error that is too
-low; the default (3) is where the mean has settled to within Monte Carlo error of k = 30.
+The separable panels are those where most logistic-regression training sets are separable at
+some m (`frac_separable` > 0.5 in results/<panel>/summary.csv). For each, at the largest such m
+(the thinnest version spaces, where mixing is slowest), it takes one fixed training set, the
+first separable split, and runs `--chains` independent chains from where logistic regression
+starts them (the separating Newton iterate or the LP's solution). Each chain's one draw gives a
+test error; their mean estimates the expected test error under the law the sampler reached
+after k trajectories. It prints that mean and its standard error for each k of
+`--trajectories` and for `--reference` trajectories, the bias against the reference in
+standard errors (both estimates' errors combined), and the seconds the sampler took: the old
+default (3) and the new (`hyperplanes.TRAJECTORIES`) side by side. An under-mixed chain shows as
+a bias: it still remembers its start (docs/separable.md, "How many trajectories"). With
+`--engine SPLITS` it prints instead what each setting costs a run: the engine's CPU seconds
+over each of those panels' whole grid.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import time
+from pathlib import Path
 
 import numpy as np
 
 from genvdis import hyperplanes
-from genvdis.config import load_config
-from genvdis.datasource import load_data
+from genvdis.engine import run_block
 from genvdis.layouts import Gathered
-from genvdis.logistic import TINY_RIDGE, LogisticRegression
-from genvdis.preprocessing import prepare
-from genvdis.scoring import EncodedData
+from genvdis.logistic import SAMPLER_BYTES, TINY_RIDGE, LogisticRegression
 from genvdis.splits import draw_block
 from genvdis.streams import stream_keys
+from genvdis.tuning import one_thread
 
-CASES = [("configs/sonar.yaml", 40), ("configs/sonar.yaml", 150), ("configs/promoters.yaml", 40)]
-CASES += [("configs/optdigits-2v3.yaml", 200)]
+from _setup import load
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def separable_panels(results: Path) -> list[tuple[Path, int]]:
+    """(config, largest m with frac_separable > 0.5) for every committed panel that has one."""
+    panels = []
+    for summary in sorted(results.glob("*/summary.csv")):
+        config = REPO / "configs" / f"{summary.parent.name}.yaml"
+        rows = [r for r in csv.DictReader(summary.open()) if r["model"] == "logistic_regression"]
+        sizes = [int(r["m"]) for r in rows if float(r["frac_separable"]) > 0.5]
+        if sizes and config.is_file():
+            panels.append((config, max(sizes)))
+    return panels
+
+
+def hard_set(path: Path, m: int, look: int = 50):
+    """The first separable training set among splits 0..look-1 at m, where the sampler starts
+    on it, and its test rows as [Z 1] with labels."""
+    setup = load(str(path))
+    Z, y = setup.encoded.reference, setup.encoded.y
+    model = next(model for model in setup.models if model.name == "logistic_regression")
+    train, test = draw_block(y, m, setup.config.seed, range(look), setup.protocol.policy)
+    Zt = Z[train]
+    X1 = np.concatenate([Zt, np.ones(Zt.shape[:2] + (1,))], axis=2)
+    fit = model._newton(Gathered(X1, y[train].astype(float)), TINY_RIDGE, stop=True)
+    separable, start, _ = hyperplanes.decide(
+        Z, y, train, fit.beta, fit.separating, fit.margin_bound
+    )
+    s = int(np.flatnonzero(separable)[0])
+    Z1 = np.hstack([Z, np.ones((len(y), 1))])[test[s]]
+    return setup.config, s, hyperplanes.signed_rows(Zt[s], y[train][s]), start[s], Z1, y[test[s]]
+
+
+def chains(A, start, k: int, keys: np.ndarray) -> tuple[np.ndarray, float]:
+    """One draw per key after k trajectories, in chunks of the engine's sampler memory."""
+    m = A.shape[0]
+    chunk = max(1, SAMPLER_BYTES // (8 * m * m))
+    draws, seconds = [], 0.0
+    for first in range(0, len(keys), chunk):
+        part = keys[first : first + chunk]
+        rows = np.broadcast_to(A, (len(part), *A.shape)).copy()
+        began = time.perf_counter()
+        draws.append(
+            hyperplanes.sample_version_space(rows, np.tile(start, (len(part), 1)), k, part)
+        )
+        seconds += time.perf_counter() - began
+    return np.vstack(draws), seconds
+
+
+def report(path: Path, m: int, args: argparse.Namespace) -> None:
+    """The table's rows for one panel: each setting, then the reference."""
+    config, split, A, start, Z1, y = hard_set(path, m)
+    rows = []
+    for i, k in enumerate([args.reference, *args.trajectories]):
+        keys = stream_keys(config.seed + i, m, range(args.chains), stream=1)
+        draws, seconds = chains(A, start, k, keys)
+        errors = ((Z1 @ draws.T > 0) != y[:, None].astype(bool)).mean(axis=0)
+        rows.append((k, errors.mean(), errors.std(ddof=1) / np.sqrt(args.chains), seconds))
+    _, ref_mean, ref_se, _ = rows[0]
+    for i, (k, mean, se, seconds) in enumerate(rows[1:] + rows[:1]):
+        bias = (mean - ref_mean) / np.hypot(se, ref_se) if i < len(rows) - 1 else 0.0
+        print(f"{config.name:18} {m:4d} {split:5d} {k:4d} {mean:10.4f} {se:7.4f} "
+              f"{bias:+7.1f} {seconds:8.2f}", flush=True)  # fmt: skip
+
+
+def engine_cost(path: Path, settings: list[int], splits: int) -> None:
+    """CPU seconds of the engine (`engine.run_block`, every model) over the panel's whole grid
+    at `splits` splits per m, with logistic regression at each number of trajectories."""
+    setup = load(str(path))
+    seconds = []
+    for k in settings:
+        models = [
+            LogisticRegression(setup.data.layout, mcmc_iterations=k)
+            if model.name == "logistic_regression"
+            else model
+            for model in setup.models
+        ]
+        began = time.process_time()
+        for m in setup.config.size_grid:
+            run_block(setup.encoded, models, m, range(splits), setup.protocol)
+        seconds.append(time.process_time() - began)
+    shown = "  ".join(f"k={k}: {s:7.2f} s" for k, s in zip(settings, seconds, strict=True))
+    print(f"{setup.config.name:18} {shown}", flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--splits", type=int, default=200)
+    parser.add_argument("configs", nargs="*", type=Path, help="default: every separable panel")
+    parser.add_argument("--chains", type=int, default=400)
+    parser.add_argument(
+        "--trajectories",
+        type=lambda text: [int(k) for k in text.split(",")],
+        default=[3, hyperplanes.TRAJECTORIES],
+    )
+    parser.add_argument("--reference", type=int, default=10 * hyperplanes.TRAJECTORIES)
+    parser.add_argument(
+        "--engine", type=int, metavar="SPLITS",
+        help="instead: the engine's CPU seconds over each panel's grid at SPLITS splits per m",
+    )  # fmt: skip
     args = parser.parse_args()
-    print(f"{'config':18} {'m':>4} {'k':>3} {'mean error':>10} {'se':>7} {'seconds':>8}")
-    for path, m in CASES:
-        config = load_config(path)
-        data = prepare(load_data(config), config)
-        encoded = EncodedData.from_prepared(data)
-        Z, y = encoded.reference, encoded.y
-        train, test = draw_block(y, m, config.seed, range(args.splits))
-        Zt, yt = Z[train], y[train]
-        X1 = np.concatenate([Zt, np.ones(Zt.shape[:2] + (1,))], axis=2)
-        design = Gathered(X1, yt.astype(float))
-        fit = LogisticRegression(data.layout)._newton(design, TINY_RIDGE, stop=True)
-        start, separable = fit.beta, fit.separating
-        A = hyperplanes.signed_rows(Zt, yt)[separable]
-        Z1 = np.hstack([Z, np.ones((len(y), 1))])
-        for k in (1, 2, 3, 5, 10, 30):
-            keys = stream_keys(config.seed, m, np.flatnonzero(separable), stream=1)
-            started = time.perf_counter()
-            draws = hyperplanes.sample_version_space(A, start[separable], k, keys)
-            seconds = time.perf_counter() - started
-            wrong = ((Z1 @ draws.T) > 0) != y[:, None].astype(bool)
-            mask = test[separable].T
-            errors = (wrong & mask).sum(axis=0) / mask.sum(axis=0)
-            se = errors.std(ddof=1) / np.sqrt(len(errors))
-            print(f"{config.name:18} {m:4d} {k:3d} {errors.mean():10.4f} {se:7.4f} {seconds:8.2f}")
+    panels = separable_panels(REPO / "results")
+    if args.configs:
+        wanted = {path.resolve() for path in args.configs}
+        panels = [(path, m) for path, m in panels if path.resolve() in wanted]
+    if args.engine:
+        for path, _ in panels:
+            with one_thread():
+                engine_cost(path, args.trajectories, args.engine)
+        return
+    print(f"{'panel':18} {'m':>4} {'split':>5} {'k':>4} {'mean error':>10} {'se':>7} "
+          f"{'bias/se':>7} {'seconds':>8}")  # fmt: skip
+    for path, m in panels:
+        with one_thread():  # as in a run: BLAS on one thread
+            report(path, m, args)
 
 
 if __name__ == "__main__":

@@ -239,6 +239,9 @@ class Preprocessing(StrictModel):
     continuous: Literal["rescale", "discretize", "none"] = "rescale"
     bins: int = Field(default=5, ge=2, le=100)
     strategy: Literal["quantile", "uniform"] = "quantile"
+    # which level of each discrete attribute reference-coded models (logistic regression, LDA)
+    # drop: the uniform law on separating hyperplanes depends on it (docs/separable.md)
+    encoding: Literal["drop_first", "drop_last", "full"] = "drop_first"
 
 
 # --- models ----------------------------------------------------------------------------------
@@ -254,8 +257,8 @@ class LogisticRegressionSpec(StrictModel):
     name: Literal["logistic_regression"] = "logistic_regression"
     separable: Literal["sample", "max_margin", "ridge"] = "sample"
     C: float = Field(default=1.0, gt=0, description="inverse L2 strength for separable: ridge")
-    mcmc_iterations: int = Field(
-        default=3, ge=1, description="exact-HMC trajectories per random separating hyperplane"
+    mcmc_iterations: int = Field(  # default: hyperplanes.TRAJECTORIES (not imported: start-up)
+        default=30, ge=1, description="exact-HMC trajectories per random separating hyperplane"
     )
     max_iter: int = Field(default=100, ge=1)
     tol: float = Field(default=1e-8, gt=0)

@@ -71,7 +71,7 @@ def run_block(
             )
             n_test = test_mask.sum(axis=1)
         linear = [model for model in models if isinstance(model, LinearModel)]
-        errors, separable = _fit_linear(data, linear, m, block, protocol, train, test_mask)
+        errors, fits = _fit_linear(data, linear, m, block, protocol, train, test_mask)
         warned = {}
         for model in models:
             if isinstance(model, estimators.EstimatorModel):
@@ -89,14 +89,16 @@ def run_block(
     )
     frame["error"] = frame["errors"].to_numpy() / frame["n_test"].to_numpy()
     none = np.zeros(S, dtype=np.int64)
-    frame["separable"] = np.concatenate([separable.get(x.name, none > 0) for x in models])
+    fitted = [fits.get(x.name) for x in models]  # None: an estimator entry
+    frame["separable"] = np.concatenate([none > 0 if f is None else f.separable for f in fitted])
+    frame["trajectories"] = np.concatenate([none if f is None else f.trajectories for f in fitted])
     if warned:  # runs with estimator entries only: other runs' files stay as they were
         frame[results.WARNINGS] = np.concatenate([warned.get(x.name, none) for x in models])
     return frame
 
 
 def _fit_linear(data, models, m, block, protocol, train, test_mask) -> tuple[dict, dict]:
-    """The built-in models' test errors and separability on a block, by name."""
+    """The built-in models' test errors, and their fits (separability, trajectories), by name."""
     if not models:
         return {}, {}
     # every model starts its split's stream afresh: its draws never depend on another's
@@ -115,8 +117,7 @@ def _fit_linear(data, models, m, block, protocol, train, test_mask) -> tuple[dic
         errors = count_errors(data, np.vstack(classifiers), train, test_mask)
     errors = errors.reshape(len(models), len(block))
     names = [model.name for model in models]
-    separable = {name: fit.separable for name, fit in zip(names, fits, strict=True)}
-    return dict(zip(names, errors, strict=True)), separable
+    return dict(zip(names, errors, strict=True)), dict(zip(names, fits, strict=True))
 
 
 def resolve(config: ExperimentConfig, data: PreparedData) -> dict:

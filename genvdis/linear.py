@@ -23,13 +23,19 @@ from genvdis.preprocessing import FeatureLayout
 
 @dataclass
 class BatchFit:
-    """S fitted linear classifiers: log-odds = Z @ coef[s] + intercept[s]."""
+    """S fitted linear classifiers: log-odds = Z @ coef[s] + intercept[s]; `trajectories`[s]:
+    how many sampler trajectories drew split s's hyperplane (0 where none did)."""
 
     coef: np.ndarray
     intercept: np.ndarray
     separable: np.ndarray
+    trajectories: np.ndarray | None = None
 
-    FIELDS = ("coef", "intercept", "separable")
+    FIELDS = ("coef", "intercept", "separable", "trajectories")
+
+    def __post_init__(self) -> None:
+        if self.trajectories is None:
+            self.trajectories = np.zeros(len(self.separable), dtype=np.int64)
 
 
 class LinearModel:
@@ -61,7 +67,7 @@ class LinearModel:
         return self
 
     def encode(self, X: np.ndarray) -> np.ndarray:
-        return self.layout.onehot(X, drop_first=self.reference_coding)
+        return self.layout.onehot(X, reference=self.reference_coding)
 
     def fit_batch(
         self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray | None = None

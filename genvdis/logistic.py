@@ -80,7 +80,7 @@ class LogisticRegression(LinearModel):
         layout: FeatureLayout,
         separable: str = "sample",
         C: float = 1.0,
-        mcmc_iterations: int = 3,
+        mcmc_iterations: int = hyperplanes.TRAJECTORIES,
         max_iter: int = 100,
         tol: float = 1e-8,
     ) -> None:
@@ -153,8 +153,12 @@ class LogisticRegression(LinearModel):
         separable, start, from_lp = hyperplanes.decide(
             Z, y, idx, beta, fit.separating, fit.margin_bound
         )  # start: where the sampler starts, a separating Newton iterate or the LP's solution
-        self._apply_policy(Z, y, idx, keys, beta, np.flatnonzero(separable), start, from_lp)
-        return BatchFit(beta[:, :-1], beta[:, -1], separable)
+        chosen = np.flatnonzero(separable)
+        self._apply_policy(Z, y, idx, keys, beta, chosen, start, from_lp)
+        trajectories = np.zeros(idx.shape[0], dtype=np.int64)
+        if self.separable == "sample":
+            trajectories[chosen] = self.mcmc_iterations
+        return BatchFit(beta[:, :-1], beta[:, -1], separable, trajectories)
 
     def _apply_policy(
         self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray,

@@ -22,28 +22,54 @@ MISSING_LEVEL = "?"
 MAX_VALUE = 1e100
 
 
+ENCODINGS = ("drop_first", "drop_last", "full")
+
+
 @dataclass(frozen=True)
 class FeatureLayout:
-    """Which columns of X are continuous (first) and how many values each discrete one has."""
+    """Which columns of X are continuous (first), how many values each discrete one has, and
+    which level of each the reference coding drops (`encoding`, one of ENCODINGS)."""
 
     n_continuous: int
     levels: tuple[int, ...] = ()
+    encoding: str = "drop_first"
+
+    def __post_init__(self) -> None:
+        if self.encoding not in ENCODINGS:
+            raise ValueError(f"encoding must be one of {', '.join(ENCODINGS)}")
 
     @property
     def n_discrete(self) -> int:
         return len(self.levels)
 
-    def onehot(self, X: np.ndarray, drop_first: bool = False) -> np.ndarray:
-        """[continuous | one-hot of each discrete column]; `drop_first` gives reference coding
-        (one level per attribute dropped), which makes logistic regression identifiable."""
+    def reference_columns(self) -> np.ndarray:
+        """Where each column of the reference coding sits in the full one-hot coding: the
+        continuous columns, then each attribute's levels but the dropped one (the first, the
+        last, or none for `full`). Logistic regression's maximum-likelihood predictions do not
+        depend on which is dropped; the uniform law on separating hyperplanes does
+        (docs/separable.md)."""
+        columns, offset = list(range(self.n_continuous)), self.n_continuous
+        first, last = {"drop_first": (1, 0), "drop_last": (0, 1), "full": (0, 0)}[self.encoding]
+        for k in self.levels:
+            columns += range(offset + first, offset + k - last)
+            offset += k
+        return np.array(columns, dtype=np.int64)
+
+    def onehot(self, X: np.ndarray, reference: bool = False) -> np.ndarray:
+        """[continuous | one-hot of each discrete column]; `reference` keeps only the reference
+        coding's columns (`reference_columns`), which makes logistic regression identifiable
+        unless the encoding is `full`."""
         X = np.asarray(X, dtype=float)
         parts = [X[:, : self.n_continuous]]
         for j, k in enumerate(self.levels):
             codes = X[:, self.n_continuous + j].astype(np.int64)
             block = np.zeros((X.shape[0], k))
             block[np.arange(X.shape[0]), codes] = 1.0
-            parts.append(block[:, 1:] if drop_first else block)
-        return np.hstack(parts) if parts else np.zeros((X.shape[0], 0))
+            parts.append(block)
+        full = np.hstack(parts) if parts else np.zeros((X.shape[0], 0))
+        # row-major as the data are: fancy indexing alone gives a column-major copy, on which
+        # the models' sums round differently
+        return np.ascontiguousarray(full[:, self.reference_columns()]) if reference else full
 
 
 @dataclass
@@ -240,7 +266,11 @@ def prepare(raw: RawData, config: ExperimentConfig) -> PreparedData:
     return PreparedData(
         X=np.hstack([cont, disc]),
         y=y.astype(np.int64),
-        layout=FeatureLayout(len(continuous), tuple(len(level_names[n]) for n in discrete)),
+        layout=FeatureLayout(
+            len(continuous),
+            tuple(len(level_names[n]) for n in discrete),
+            config.preprocessing.encoding,
+        ),
         feature_names=continuous + discrete,
         level_names=level_names,
         checksums=dict(raw.checksums),

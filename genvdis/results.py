@@ -38,7 +38,7 @@ from genvdis.errors import UserError
 
 log = logging.getLogger(__name__)
 
-ERROR_COLUMNS = ["model", "m", "split", "n_test", "errors", "error", "separable"]
+ERROR_COLUMNS = ["model", "m", "split", "n_test", "errors", "error", "separable", "trajectories"]
 SUMMARY_COLUMNS = ["model", "m", "n_splits", "mean", "std", "sem", "ci_low", "ci_high"]
 SUMMARY_COLUMNS += ["frac_separable", "warnings"]
 # estimator entries' warnings per split: a last column of errors.csv in runs that have them

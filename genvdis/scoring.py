@@ -48,11 +48,7 @@ class EncodedData:
 
     @classmethod
     def encode(cls, X: np.ndarray, y: np.ndarray, layout: FeatureLayout) -> EncodedData:
-        columns = list(range(layout.n_continuous))
-        offset = layout.n_continuous
-        for k in layout.levels:  # reference coding drops each attribute's first level
-            columns += range(offset + 1, offset + k)
-            offset += k
+        columns = layout.reference_columns()  # the encoding's levels (preprocessing.encoding)
         y = np.asarray(y)
         onehot = layout.onehot(X)
         order = np.argsort(y, kind="stable")
@@ -62,7 +58,7 @@ class EncodedData:
         with np.errstate(over="ignore"):  # values beyond single's range: scored in double
             scoring32 = scoring.astype(np.float32)
         return cls(
-            onehot, layout.onehot(X, drop_first=True), y, np.array(columns, dtype=np.int64),
+            onehot, np.ascontiguousarray(onehot[:, columns]), y, columns,
             scoring, rank, int((y == 0).sum()), scoring32, np.abs(scoring).max(axis=0, initial=0.0),
         )  # fmt: skip
 

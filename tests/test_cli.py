@@ -368,7 +368,8 @@ def test_run_then_plot_a_tiny_run(work, tiny):
     run_dir = out / "toy"
 
     errors = pd.read_csv(run_dir / "errors.csv")
-    assert list(errors.columns) == ["model", "m", "split", "n_test", "errors", "error", "separable"]
+    columns = ["model", "m", "split", "n_test", "errors", "error", "separable", "trajectories"]
+    assert list(errors.columns) == columns
     assert len(errors) == 2 * 2 * 4  # models x sizes x splits
     assert (errors["n_test"] == 300 - errors["m"]).all()  # tested on all the rest
     assert (errors["error"] == errors["errors"] / errors["n_test"]).all()

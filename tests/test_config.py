@@ -93,6 +93,8 @@ BASE = {"name": "t", "dataset": "pima", "target": {"positive": ["1"]}, "sizes": 
         ({"models": ["naive_bayes", {"name": "logistic_regression", "separable": "x"}]},
          "models.1.separable", "'sample', 'max_margin' or 'ridge'"),
         ({"models": [{"name": "naive_bayes", "laplace": 0}]}, "models.0.laplace", "greater"),
+        ({"preprocessing": {"encoding": "last"}}, "preprocessing.encoding",
+         "'drop_first', 'drop_last' or 'full'"),
         ({"models": ["svm"]}, "models.0", "svm"),
         ({"models": []}, "models", "at least 1"),
         ({"test": 0}, "test", "positive number"),

@@ -56,7 +56,8 @@ def _errors(curves: dict, n_splits: int = 40, seed: int = 0) -> pd.DataFrame:
             shared = rng.normal(0, 0.02)
             for model, f in curves.items():
                 errors = int(np.clip(round(200 * (f(m) + shared + rng.normal(0, 0.01))), 0, 200))
-                rows.append((model, m, split, 200, errors, errors / 200, model == an.LR and m < 20))
+                separable = model == an.LR and m < 20
+                rows.append((model, m, split, 200, errors, errors / 200, separable, 3 * separable))
     return pd.DataFrame(rows, columns=results.ERROR_COLUMNS)
 
 

@@ -10,14 +10,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import scipy.optimize
+import scipy.stats
 from scipy.optimize import linprog
 
 from genvdis import datasource, engine, hyperplanes, scoring, splits
-from genvdis.config import load_config
-from genvdis.models import LogisticRegression, build_model
+from genvdis.config import LogisticRegressionSpec, NaiveBayesSpec, load_config
+from genvdis.models import LogisticRegression, NaiveBayes, build_model
 from genvdis.preprocessing import FeatureLayout, prepare
+from genvdis.streams import stream_keys
 
 REPO = Path(__file__).resolve().parents[1]
 TOL = hyperplanes.MARGIN_TOL
@@ -187,3 +190,143 @@ def test_liver_m15_split_266_is_separable(mirror_env):
     t, _ = _lp(hyperplanes.signed_rows(encoded.reference[train], encoded.y[train]))
     assert t == pytest.approx(2.39e-5, rel=0.01)
     assert lr["separable"]
+
+
+# --- the sampler's mixing -----------------------------------------------------------------------
+
+
+def _thin_5d() -> tuple[np.ndarray, np.ndarray]:
+    """15 points in R^4 plus a bias, about 1 separating direction in 750 (as in test_models),
+    and 1000 test points: the constraint rows of both."""
+    rng = np.random.default_rng(18)
+    X = rng.normal(size=(1015, 4))
+    y = (X @ [1.0, -1.0, 0.5, 2.0] > 0).astype(int)
+    return hyperplanes.signed_rows(X[:15], y[:15]), hyperplanes.signed_rows(X[15:], y[15:])
+
+
+def _uniform_errors(A: np.ndarray, A_test: np.ndarray) -> np.ndarray:
+    """Test errors of directions uniform on the sphere kept where they separate (rejection
+    sampling: the sampler's target law, independently)."""
+    rng = np.random.default_rng(1)
+    kept = [u[np.all(u @ A.T > 0, axis=1)] for u in rng.standard_normal((8, 250_000, 5))]
+    return np.mean(np.vstack(kept) @ A_test.T <= 0, axis=1)
+
+
+def test_chains_from_a_corner_of_the_version_space_reach_the_uniform_law():
+    """A start at a vertex of {A z >= 0, |z|_inf <= 1} (a random LP's solution), just inside:
+    the start furthest from typical. After the default number of trajectories the test errors
+    of 4000 chains' draws follow the uniform law (KS test against rejection sampling); after 3,
+    the old default, they do not (p ~ 1e-14 here: issue 16 found p = 9e-6 on such starts)."""
+    A, A_test = _thin_5d()
+    corner = linprog(
+        np.random.default_rng(4).normal(size=5), A_ub=-A, b_ub=np.zeros(15),
+        bounds=[(-1, 1)] * 5, method="highs",
+    ).x  # fmt: skip
+    start = corner + 1e-3 * hyperplanes.max_margin(A)[1]
+    assert np.all(A @ start > 0) and np.sum(A @ corner < 1e-9) >= 3  # on several walls
+    reference = _uniform_errors(A, A_test)
+    assert len(reference) > 2000
+    chains = 4000
+
+    def pvalue(trajectories: int) -> float:
+        draws = hyperplanes.sample_version_space(
+            np.broadcast_to(A, (chains, *A.shape)).copy(), np.tile(start, (chains, 1)),
+            trajectories, stream_keys(1, 15, range(chains), 1),
+        )  # fmt: skip
+        assert np.all(draws @ A.T > 0)
+        return scipy.stats.ks_2samp(np.mean(draws @ A_test.T <= 0, axis=1), reference).pvalue
+
+    assert pvalue(hyperplanes.TRAJECTORIES) > 0.01
+    assert pvalue(3) < 1e-6
+
+
+def test_the_default_trajectories_are_used_and_recorded():
+    """The config's default, the model's and `hyperplanes.TRAJECTORIES` are one number, and a
+    fit records per split how many trajectories drew its hyperplane: that number where the set
+    is separable and `sample` draws, 0 where nothing is sampled."""
+    assert LogisticRegressionSpec().mcmc_iterations == hyperplanes.TRAJECTORIES
+    layout = FeatureLayout(2)
+    assert LogisticRegression(layout).mcmc_iterations == hyperplanes.TRAJECTORIES
+    # the square plus two points outside it (separable), or plus two inside the other class's
+    extra = np.array([[0.05, 0.5], [0.95, 0.5], [0.15, 0.5], [0.85, 0.3]])
+    X, y = np.vstack([SQUARE_X, extra]), np.r_[SQUARE_Y, 0, 1, 1, 0]
+    idx = np.array([[0, 1, 2, 3, 4, 5, 6, 7], [0, 1, 2, 3, 4, 5, 8, 9]])
+    for model, used in [
+        (LogisticRegression(layout), hyperplanes.TRAJECTORIES),
+        (LogisticRegression(layout, mcmc_iterations=7), 7),
+        (LogisticRegression(layout, separable="max_margin"), 0),
+        (build_model(NaiveBayesSpec(), layout), 0),
+    ]:
+        fit = model.fit_batch(X, y, idx)
+        assert fit.trajectories.tolist() == [used, 0]
+        assert fit.trajectories.dtype == np.int64
+        assert fit.separable.tolist() == [model.name == "logistic_regression", False]
+
+
+# --- the one-hot coding -------------------------------------------------------------------------
+
+LEVELS = (3, 4, 2)
+
+
+def test_reference_columns_drop_the_encodings_level():
+    layout = FeatureLayout(2, LEVELS)
+    full = list(range(11))
+    assert FeatureLayout(2, LEVELS, "full").reference_columns().tolist() == full
+    assert layout.reference_columns().tolist() == [0, 1, 3, 4, 6, 7, 8, 10]
+    drop_last = FeatureLayout(2, LEVELS, "drop_last").reference_columns().tolist()
+    assert drop_last == [0, 1, 2, 3, 5, 6, 7, 9]
+    X = np.array([[0.5, 0.25, 2, 3, 1]])
+    assert layout.onehot(X).tolist() == [[0.5, 0.25, 0, 0, 1, 0, 0, 0, 1, 0, 1]]
+    assert layout.onehot(X, reference=True).tolist() == [[0.5, 0.25, 0, 1, 0, 0, 1, 1]]
+    # the engine's reference-coded data are the same, row-major as the data (a column-major
+    # copy changed the rounding of the Newton fits, and so committed curves)
+    X = np.array([[0.5, 0.25, 2, 3, 1], [0.1, 0.3, 0, 0, 0]])
+    for encoding in ("drop_first", "drop_last", "full"):
+        coded = FeatureLayout(2, LEVELS, encoding)
+        encoded = scoring.EncodedData.encode(X, np.array([1, 0]), coded)
+        assert np.array_equal(encoded.reference, coded.onehot(X, reference=True))
+        assert encoded.reference.flags.c_contiguous
+        assert coded.onehot(X, reference=True).flags.c_contiguous
+    with pytest.raises(ValueError, match="drop_first, drop_last, full"):
+        FeatureLayout(0, LEVELS, "drop_middle")
+
+
+def _run_coded(encoding: str, m: int, seed: int = 4) -> pd.DataFrame:
+    """Naive Bayes and logistic regression on 600 rows of 3 noisy discrete attributes, with
+    the given coding, through the engine (10 splits at m)."""
+    rng = np.random.default_rng(seed)
+    X = np.column_stack([rng.integers(0, k, 600) for k in LEVELS]).astype(float)
+    score = X[:, 0] - 1.5 * (X[:, 1] == 2) + X[:, 2] - 1
+    y = (rng.uniform(size=600) < 1 / (1 + np.exp(-2 * score))).astype(np.int64)
+    layout = FeatureLayout(0, LEVELS, encoding)
+    data = scoring.EncodedData.encode(X, y, layout)
+    models = [NaiveBayes(layout), LogisticRegression(layout)]
+    return engine.run_block(data, models, m, range(10), engine.Protocol(1, "stratified", "rest"))
+
+
+def test_maximum_likelihood_predictions_do_not_depend_on_the_coding():
+    """Where the maximum exists (no split separable), which level is dropped, or none, changes
+    the coefficients but not the fitted classifier: the same test errors on every split, for
+    both models. Only the separable-set rules may depend on the coding."""
+    runs = {encoding: _run_coded(encoding, 200) for encoding in ("drop_first", "drop_last", "full")}
+    first = runs["drop_first"]
+    assert not first["separable"].any() and (first["trajectories"] == 0).all()
+    assert first["errors"].std() > 0
+    for rows in runs.values():
+        pd.testing.assert_frame_equal(rows, first)
+
+
+def test_the_sampled_hyperplanes_depend_on_the_coding():
+    """On separable training sets the uniform law on {A z > 0, |z| <= 1} is not invariant to
+    the coding (issue 16), so the draws and their errors change with it; the separability
+    verdicts do not."""
+    first, last = _run_coded("drop_first", 8), _run_coded("drop_last", 8)
+    assert first["separable"].sum() >= 5
+    assert first["separable"].tolist() == last["separable"].tolist()
+    lr = first["model"] == "logistic_regression"
+    assert (
+        first.loc[lr, "trajectories"] == hyperplanes.TRAJECTORIES * first.loc[lr, "separable"]
+    ).all()
+    assert not first.loc[lr & first["separable"], "errors"].equals(
+        last.loc[lr & last["separable"], "errors"]
+    )

@@ -354,7 +354,7 @@ def _layout_cases(model: LogisticRegression) -> list[tuple[np.ndarray, ...]]:
     rng = np.random.default_rng(20)
     n, levels = 100, (5,) * 5
     codes = _discrete(rng, n, levels)
-    sparse_Z = FeatureLayout(0, levels).onehot(codes, drop_first=True)
+    sparse_Z = FeatureLayout(0, levels).onehot(codes, reference=True)
     dense_Z = rng.uniform(size=(n, 20))
     cases = []
     for Z, m in ((sparse_Z, 50), (dense_Z, 70)):
