@@ -397,6 +397,13 @@ def comparisons(
     return numbers, tables
 
 
+def comparisons_columns() -> list[str]:
+    """The columns of `comparisons`'s rows (pairs.csv's, after folder and name)."""
+    empty = pd.DataFrame(columns=DIFF_COLUMNS)
+    numbers = {**_cross_cols({}), **_diff_at(empty, "m_min"), **_diff_at(empty, "m_max")}
+    return ["first", "second", *numbers, "verdict"]
+
+
 def named_verdict(verdict_: str, first: str, second: str) -> str:
     """A verdict in the pair's own model names (NB: the pair's first model, LR: its second)."""
     names = {NB_BETTER: f"{first} better throughout", LR_BETTER: f"{second} better throughout"}
