@@ -26,9 +26,9 @@ _HOMES = {
 TYPE_CHECKING = False  # without importing typing (most of import genvdis's time otherwise)
 if TYPE_CHECKING:
     from genvdis.api import load_config, run, sweep
-    from genvdis.runresults import Results, open_results
     from genvdis.builtin import builtin_configs
     from genvdis.errors import UserError
+    from genvdis.runresults import Results, open_results
 
     __version__: str
 

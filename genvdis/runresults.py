@@ -176,9 +176,10 @@ class Results:
         from genvdis import analysis
 
         rows, _ = analysis.comparisons(self.errors, self.pairs, n_boot, seed)
-        table = pd.DataFrame(rows, columns=list(analysis.comparisons_columns()))
-        table["m_cross"] = table["m_cross"].astype("Int64")
-        return table
+        table = pd.DataFrame(rows, columns=analysis.comparisons_columns())
+        numbers = [c for c in table.columns if c not in ("first", "second", "verdict")]
+        table[numbers] = table[numbers].apply(pd.to_numeric)
+        return table.astype({"m_cross": "Int64"})
 
     def _pair(self, a: str | None, b: str | None) -> tuple[str, str]:
         """(a, b) as given, else the first pair's (second, first): a - b is its difference."""
