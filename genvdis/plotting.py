@@ -1,6 +1,7 @@
 """Figures: error vs. m per run (naive Bayes solid, logistic regression dashed, as in the
-paper; every other model in a style of its own), and the 15-panel Figure 1 grid, drawn from summary.csv alone; and the theory runs'
-m* vs n (`plot_theory`), drawn from their sample complexity and fits.
+paper; every other model in a style of its own), and the 15-panel Figure 1 grid, drawn from
+summary.csv alone; and the theory runs' m* vs n (`plot_theory`), drawn from their sample
+complexity and fits.
 
 Importing this module changes no matplotlib setting (a notebook keeps its backend and its
 rcParams): the CLI selects the Agg backend itself, and the settings that make saved files
