@@ -14,9 +14,9 @@ __all__ = ["Results", "UserError", "builtin_configs", "load_config", "open_resul
 __all__ += ["sweep"]
 
 _HOMES = {
-    "Results": "genvdis.api",
+    "Results": "genvdis.runresults",
     "load_config": "genvdis.api",
-    "open_results": "genvdis.api",
+    "open_results": "genvdis.runresults",
     "run": "genvdis.api",
     "sweep": "genvdis.api",
     "builtin_configs": "genvdis.builtin",
@@ -25,9 +25,10 @@ _HOMES = {
 
 TYPE_CHECKING = False  # without importing typing (most of import genvdis's time otherwise)
 if TYPE_CHECKING:
-    from genvdis.api import Results, load_config, open_results, run, sweep
+    from genvdis.api import load_config, run, sweep
     from genvdis.builtin import builtin_configs
     from genvdis.errors import UserError
+    from genvdis.runresults import Results, open_results
 
     __version__: str
 

@@ -233,6 +233,18 @@ def choose_pair(models: list[str]) -> tuple[str, str] | None:
     return (LR, gen[0]) if gen else None
 
 
+def choose_pairs(models: list[str], compare: list | None = None) -> list[tuple[str, str]]:
+    """The comparisons as (first, second) pairs, whose differences are second - first: the
+    config's `compare` (pairs of models that ran), else the paper's generative-vs-
+    discriminative pair when present, else every other model against the first."""
+    if compare:
+        return [(x, y) for x, y in compare if x in models and y in models]
+    pair = choose_pair(models)
+    if pair is not None:
+        return [(pair[1], pair[0])]
+    return [(models[0], other) for other in models[1:]]
+
+
 def model_curves(errors: pd.DataFrame) -> pd.DataFrame:
     """Mean error and its sem per model and m (from the per-split rows)."""
     g = errors.groupby(["model", "m"])["error"]
@@ -319,11 +331,13 @@ def _differences_table(errors: pd.DataFrame, diffs: pd.DataFrame, a: str, b: str
 
 @dataclass
 class PanelAnalysis:
-    """One run's analysis: its row of the results table, and the tables that trace it, by the
-    file name they are written to in the run's folder (differences.csv only with a pair)."""
+    """One run's analysis: its row of the results table (its first pair's numbers), a row per
+    pair (pairs.csv), and the tables that trace them, by the file name they are written to in
+    the run's folder (differences.csv only with a pair)."""
 
     row: dict[str, Any]
     tables: dict[str, pd.DataFrame]
+    pairs: list[dict[str, Any]]
 
 
 def analyse_panel(
@@ -344,23 +358,61 @@ def analyse_panel(
         m_min=m_min,
         m_max=m_max,
     )
-    numbers, differences = _pair_numbers(errors, choose_pair(present), n_boot, seed)
-    row.update(numbers)
+    pairs = choose_pairs(present, config.get("compare"))
+    compared, differences = comparisons(errors, pairs, n_boot, seed)
+    row.update(_row_numbers(compared[0] if compared else None))
     curves = model_curves(errors)
     shapes = shape.shape_tests(curves[curves["model"].isin(present)])
     fitted = fits_table(curves[curves["model"].isin(present)])
     for model in present:
         row.update(_model_numbers(curves, shapes, fitted, model, m_min, m_max))
     tables = {"shape.csv": shapes, "fits.csv": fitted}
-    if differences is not None:
-        tables["differences.csv"] = differences
-    return PanelAnalysis(row, tables)
+    if differences:
+        tables["differences.csv"] = pd.concat(differences, ignore_index=True)
+    named = [dict(folder=folder, name=config["name"], **c) for c in compared]
+    return PanelAnalysis(row, tables, named)
 
 
-def _pair_numbers(
-    errors: pd.DataFrame, pair: tuple[str, str] | None, n_boot: int, seed: int
-) -> tuple[dict[str, Any], pd.DataFrame | None]:
-    """The pair's columns of the row, and its differences table (None without a pair)."""
+def comparisons(
+    errors: pd.DataFrame, pairs: list[tuple[str, str]], n_boot: int = 1000, seed: int = 0
+) -> tuple[list[dict[str, Any]], list[pd.DataFrame]]:
+    """For each (first, second) pair: its numbers (the differences second - first at the
+    smallest and largest m, the crossover with its interval, the verdict in the pair's names)
+    and its differences table."""
+    numbers, tables = [], []
+    for first, second in pairs:
+        diffs = paired_differences(errors, second, first)
+        cross = crossover(errors, second, first, n_boot=n_boot, seed=seed)
+        numbers.append(
+            dict(
+                first=first,
+                second=second,
+                **_cross_cols(cross),
+                **_diff_at(diffs, "m_min"),
+                **_diff_at(diffs, "m_max"),
+                verdict=named_verdict(verdict(diffs), first, second),
+            )
+        )
+        tables.append(_differences_table(errors, diffs, second, first))
+    return numbers, tables
+
+
+def comparisons_columns() -> list[str]:
+    """The columns of `comparisons`'s rows (pairs.csv's, after folder and name)."""
+    empty = pd.DataFrame(columns=DIFF_COLUMNS)
+    numbers = {**_cross_cols({}), **_diff_at(empty, "m_min"), **_diff_at(empty, "m_max")}
+    return ["first", "second", *numbers, "verdict"]
+
+
+def named_verdict(verdict_: str, first: str, second: str) -> str:
+    """A verdict in the pair's own model names (NB: the pair's first model, LR: its second)."""
+    names = {NB_BETTER: f"{first} better throughout", LR_BETTER: f"{second} better throughout"}
+    return names.get(verdict_, verdict_)
+
+
+def _row_numbers(pair: dict[str, Any] | None) -> dict[str, Any]:
+    """The results table's pair columns: disc_model is the pair's second model, gen_model its
+    first (the paper's roles), the verdict in NB/LR words."""
     if pair is None:
         empty = pd.DataFrame(columns=DIFF_COLUMNS)
         return dict(
@@ -370,19 +422,12 @@ def _pair_numbers(
             **_diff_at(empty, "m_min"),
             **_diff_at(empty, "m_max"),
             verdict=NO_PAIR,
-        ), None
-    a, b = pair
-    diffs = paired_differences(errors, a, b)
-    cross = crossover(errors, a, b, n_boot=n_boot, seed=seed)
-    numbers = dict(
-        disc_model=a,
-        gen_model=b,
-        **_cross_cols(cross),
-        **_diff_at(diffs, "m_min"),
-        **_diff_at(diffs, "m_max"),
-        verdict=verdict(diffs),
-    )
-    return numbers, _differences_table(errors, diffs, a, b)
+        )
+    first, second = pair["first"], pair["second"]
+    numbers = {k: v for k, v in pair.items() if k not in ("first", "second")}
+    paper_words = {named_verdict(v, first, second): v for v in (NB_BETTER, LR_BETTER)}
+    numbers["verdict"] = paper_words.get(numbers["verdict"], numbers["verdict"])
+    return dict(disc_model=second, gen_model=first, **numbers)
 
 
 def _cross_cols(cross: dict[str, Any]) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from pydantic import (
     PrivateAttr,
     Tag,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_serializer,
     model_validator,
@@ -404,6 +405,9 @@ class ExperimentConfig(RunConfig):
     models: ModelList = Field(
         default_factory=lambda: [NaiveBayesSpec(), LogisticRegressionSpec()], min_length=1
     )
+    compare: list[list[str]] | None = Field(
+        default=None, min_length=1, description="pairs [first, second] the analysis compares"
+    )
     sizes: list[int] | SizeRange
     splits: int = Field(default=1000, ge=1)
     split: Literal["stratified", "random"] = "stratified"
@@ -417,6 +421,28 @@ class ExperimentConfig(RunConfig):
     # where a relative `dataset.path` is read from: the config file's folder (set by
     # `load_config`; None means the current folder). Not a field: it changes no number.
     _data_dir: Path | None = PrivateAttr(default=None)
+
+    @field_validator("compare", mode="after")
+    @classmethod
+    def _compare(cls, value: list[list[str]] | None, info: ValidationInfo) -> Any:
+        """Each pair: two different models of this config (docs/analysis.md)."""
+        names = [m.name for m in info.data.get("models") or []]
+        for i, pair in enumerate(value or [], start=1):
+            if len(pair) != 2 or pair[0] == pair[1]:
+                raise ValueError(f"pair {i} {pair} must name two different models")
+            unknown = [x for x in pair if x not in names]
+            if unknown and names:
+                raise ValueError(f"pair {i}: '{unknown[0]}' is not in models ({', '.join(names)})")
+        return value
+
+    @model_serializer(mode="wrap")
+    def _without_default_pairs(self, handler: Any) -> dict[str, Any]:
+        """Without `compare`, the config is written as before the key existed: its resolved
+        config, fingerprint and results stay byte-identical."""
+        data = handler(self)
+        if self.compare is None:
+            data.pop("compare", None)
+        return data
 
     @field_validator("sizes", mode="after")
     @classmethod

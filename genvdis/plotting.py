@@ -1,6 +1,7 @@
 """Figures: error vs. m per run (naive Bayes solid, logistic regression dashed, as in the
-paper), and the 15-panel Figure 1 grid, drawn from summary.csv alone; and the theory runs'
-m* vs n (`plot_theory`), drawn from their sample complexity and fits.
+paper; every other model in a style of its own), and the 15-panel Figure 1 grid, drawn from
+summary.csv alone; and the theory runs' m* vs n (`plot_theory`), drawn from their sample
+complexity and fits.
 
 Importing this module changes no matplotlib setting (a notebook keeps its backend and its
 rcParams): the CLI selects the Agg backend itself, and the settings that make saved files
@@ -23,6 +24,12 @@ STYLES = {
     "logistic_regression": {"linestyle": "--", "color": "tab:red", "label": "logistic regression"},
     "lda": {"linestyle": ":", "color": "tab:green", "label": "LDA (full covariance)"},
 }
+# Models without a style of their own (estimator entries), by their position among those:
+# each a line style, colour and marker none of the others has (cycling after seven).
+EXTRA_LINES = ["-.", (0, (5, 2)), (0, (3, 1, 1, 1, 1, 1)), (0, (1, 1)), "-", "--", ":"]
+EXTRA_COLORS = ["tab:purple", "tab:orange", "tab:brown", "tab:pink", "tab:olive", "tab:cyan"]
+EXTRA_COLORS += ["tab:gray"]
+EXTRA_MARKERS = ["s", "^", "v", "D", "x", "P", "*"]
 SHORT = {"naive_bayes": "NB", "logistic_regression": "LR"}
 SAVE_STYLE = {"svg.hashsalt": "genvdis", "pdf.compression": 6}
 METADATA = {"png": {"Software": None}, "pdf": {"CreationDate": None, "Producer": None}}
@@ -38,11 +45,28 @@ def separable_span(summary: pd.DataFrame) -> list[int] | None:
     return [int(mostly["m"].min()), int(mostly["m"].max())]
 
 
+def model_style(model: str, others: list[str]) -> dict:
+    """A model's line: the built-in models' own (naive Bayes solid, logistic regression
+    dashed, as in the paper), any other its own, by its position in `others`, labelled with
+    its name in the config."""
+    if model in STYLES:
+        return STYLES[model]
+    i = others.index(model)
+    return {
+        "linestyle": EXTRA_LINES[i % len(EXTRA_LINES)],
+        "color": EXTRA_COLORS[i % len(EXTRA_COLORS)],
+        "marker": EXTRA_MARKERS[i % len(EXTRA_MARKERS)],
+        "label": model,
+    }
+
+
 def draw_panel(ax: plt.Axes, summary: pd.DataFrame, title: str, small: bool = False) -> None:
     """One learning-curve panel on `ax`, with 95% bands and the mostly-separable m shaded."""
+    others = [m for m in summary["model"].unique() if m not in STYLES]
     for model, curve in summary.groupby("model", sort=False):
-        style = STYLES.get(model, {"linestyle": "-.", "label": model})
-        ax.plot(curve["m"], curve["mean"], marker="" if small else ".", **style)
+        style = model_style(model, others)
+        marker = {"marker": "" if small else "."} if model in STYLES else {"markersize": 3}
+        ax.plot(curve["m"], curve["mean"], **marker, **style)
         ax.fill_between(
             curve["m"], curve["ci_low"], curve["ci_high"], alpha=0.2, color=style.get("color")
         )

@@ -29,6 +29,7 @@ from genvdis.reportformat import (
 )
 from genvdis.sensitivity import stability_blocks
 
+PAIRS = runfiles.PAIRS_FILE
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "analysis.md"
 PAPER_QUOTE = (
     "Ng & Jordan (2001) found the two regimes (naive Bayes better at small m, logistic "
@@ -101,10 +102,37 @@ def panel_section(results_dir: Path, r: pd.Series) -> list[Block]:
     blocks.append(_model_table(r))
     blocks += rc.fit_table(results_dir, r)
     blocks += rc.note_blocks(results_dir, r)
+    blocks += _pairs_table(results_dir, r)
     diff_path = results_dir / str(r["folder"]) / "differences.csv"
     if r["verdict"] != an.NO_PAIR and diff_path.exists():
-        blocks.append(_diff_table(pd.read_csv(diff_path)))
+        diffs = pd.read_csv(diff_path)
+        for _, d in diffs.groupby(["a", "b"], sort=False):
+            blocks.append(_diff_table(d))
     return blocks
+
+
+def _pairs_table(results_dir: Path, r: pd.Series) -> list[Block]:
+    """Every pair of a panel that has more than one (pairs.csv), each with its verdict."""
+    pairs = runfiles.read_pairs(results_dir)
+    if pairs is None:
+        return []
+    mine = pairs[pairs["folder"].astype(str) == str(r["folder"])]
+    if len(mine) < 2:
+        return []
+    header = ["first", "second", "second − first @ m_min", "@ m_max", "crossover m [95% CI]"]
+    rows = [
+        [
+            f"`{p['first']}`",
+            f"`{p['second']}`",
+            fmt(p["diff_m_min"], 4, True),
+            fmt(p["diff_m_max"], 4, True),
+            fmt_cross(p),
+            str(p["verdict"]),
+        ]
+        for _, p in mine.iterrows()
+    ]
+    text = f"{len(mine)} pairs compared, differences second − first, traced in `{PAIRS}`:"
+    return [Block("p", text=text), Block("table", header=[*header, "verdict"], rows=rows)]
 
 
 def _panel_sentence(r: pd.Series) -> str:
@@ -166,6 +194,9 @@ def _diff_table(d: pd.DataFrame) -> Block:
 def comparison(table: pd.DataFrame) -> list[Block]:
     """Verdict counts against the paper's claim, including its small-dataset caveat."""
     blocks = [Block("h2", text="Comparison with the paper"), Block("p", text=PAPER_QUOTE)]
+    # a panel whose first pair is no generative/discriminative one says nothing of the claim
+    gen, disc = table["gen_model"].isin(an.GENERATIVE), table["disc_model"].isin(an.DISCRIMINATIVE)
+    table = table[(gen & disc) | (table["verdict"] == an.NO_PAIR)]
     paired = table[table["verdict"] != an.NO_PAIR]
     n_two = _count(paired, an.TWO_REGIMES)
     text = (

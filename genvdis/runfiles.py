@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -21,12 +21,16 @@ from genvdis.config import NAME_PATTERN, drawable_title
 from genvdis.errors import UserError
 from genvdis.yamlfile import read_yaml
 
+if TYPE_CHECKING:
+    from genvdis.analysis import PanelAnalysis
+
 log = logging.getLogger(__name__)
 
 # What plot and report use of each file, and which of those columns are numbers.
 SUMMARY_NEEDS = {"model": False, "m": True, "mean": True, "ci_low": True, "ci_high": True}
 SUMMARY_NEEDS["frac_separable"] = True
 ERRORS_NEEDS = {"model": False, "m": True, "split": True, "error": True}
+PAIRS_FILE = "pairs.csv"
 
 
 def read_table(path: Path, needs: dict[str, bool]) -> pd.DataFrame:
@@ -97,7 +101,17 @@ def read_panel_config(run_dir: Path) -> dict[str, Any]:
         n_rows=n_rows if isinstance(n_rows, int) else None,
         models=names,
         dataset=str(cfg.get("dataset") or ""),
+        compare=_pairs_of(cfg.get("compare")),
     )
+
+
+def _pairs_of(compare: Any) -> list[tuple[str, str]] | None:
+    """config.yaml's `compare` as (first, second) pairs; None (the default pairs) when it is
+    missing or not a list of pairs of names."""
+    if not isinstance(compare, list):
+        return None
+    pairs = [tuple(map(str, p)) for p in compare if isinstance(p, list) and len(p) == 2]
+    return pairs if pairs and len(pairs) == len(compare) else None
 
 
 def read_analysis(results_dir: Path) -> pd.DataFrame:
@@ -113,6 +127,11 @@ def read_analysis(results_dir: Path) -> pd.DataFrame:
 def analyse_run(run_dir: Path, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
     """One run's row of the results table (`analysis.analyse_panel`); writes the tables that
     trace it (differences.csv, shape.csv, fits.csv) into the run's folder."""
+    return _analyse_run(run_dir, n_boot, seed).row
+
+
+def _analyse_run(run_dir: Path, n_boot: int, seed: int) -> PanelAnalysis:
+    """`analyse_run` with the run's pairs (pairs.csv's rows) kept too."""
     from genvdis import analysis
 
     run_dir = Path(run_dir)
@@ -123,7 +142,7 @@ def analyse_run(run_dir: Path, n_boot: int = 1000, seed: int = 0) -> dict[str, A
     )
     for name, table in done.tables.items():
         results.atomic_write_csv(run_dir / name, table)
-    return done.row
+    return done
 
 
 def analyse_results(results_dir: Path, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
@@ -142,9 +161,32 @@ def analyse_results(results_dir: Path, n_boot: int = 1000, seed: int = 0) -> pd.
             ", ".join(summaries_only),
         )
     runs = sorted(p for p in results_dir.iterdir() if (p / "errors.csv").exists())
-    rows = [analyse_run(p, n_boot=n_boot, seed=seed) for p in runs]
-    if not rows:
+    done = [_analyse_run(p, n_boot, seed) for p in runs]
+    if not done:
         raise UserError(f"no panel with an errors.csv under {results_dir}")
-    table = analysis.results_table(rows)
+    table = analysis.results_table([d.row for d in done])
     results.atomic_write_csv(results_dir / "analysis.csv", table)
+    _write_pairs(results_dir, table, [row for d in done for row in d.pairs])
     return table
+
+
+def _write_pairs(results_dir: Path, table: pd.DataFrame, rows: list[dict[str, Any]]) -> None:
+    """pairs.csv, one row per panel and pair, in analysis.csv's panel order: written only when
+    some panel has more than one pair (with one, analysis.csv holds its numbers already)."""
+    path = results_dir / PAIRS_FILE
+    pairs = pd.DataFrame(rows)
+    if pairs.empty or not pairs["folder"].duplicated().any():
+        path.unlink(missing_ok=True)  # a stale one would contradict analysis.csv
+        return
+    order = {folder: i for i, folder in enumerate(table["folder"])}
+    pairs = pairs.sort_values("folder", key=lambda f: f.map(order), kind="stable")
+    pairs["m_cross"] = pairs["m_cross"].astype("Int64")
+    results.atomic_write_csv(path, pairs.reset_index(drop=True))
+
+
+def read_pairs(results_dir: Path) -> pd.DataFrame | None:
+    """pairs.csv as written, or None when no panel has more than one pair."""
+    path = Path(results_dir) / PAIRS_FILE
+    if not path.is_file():
+        return None
+    return pd.read_csv(path, keep_default_na=False, na_values=[""])

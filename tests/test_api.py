@@ -20,7 +20,7 @@ import pytest
 from typer.testing import CliRunner
 
 import genvdis
-from genvdis import analysis, api, builtin, plotting
+from genvdis import analysis, api, builtin, plotting, runresults
 from genvdis.cli import app
 
 REPO = Path(__file__).resolve().parents[1]
@@ -138,7 +138,7 @@ def test_open_results_and_its_errors(pima_run, tmp_path):
     res.errors[res.errors["model"] == "naive_bayes"].to_csv(nb_only / "errors.csv", index=False)
     (nb_only / "summary.csv").write_text((cli_dir / "summary.csv").read_text())
     (nb_only / "config.yaml").write_text("name: nb\nmodels: [{name: naive_bayes}]\n")
-    with pytest.raises(genvdis.UserError, match="nb: no logistic regression and generative"):
+    with pytest.raises(genvdis.UserError, match="nb: no pair of models to compare"):
         genvdis.open_results(nb_only).crossover()
 
 
@@ -189,7 +189,7 @@ def test_a_run_reports_progress_only_to_its_callback(
 
 def test_the_docstring_examples(tmp_path, monkeypatch, mirror_env):
     monkeypatch.chdir(tmp_path)
-    for module in (api, builtin):
+    for module in (api, runresults, builtin):
         outcome = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
         assert outcome.attempted > 3 and outcome.failed == 0, module.__name__
     for name in genvdis.__all__:  # numpydoc, with an example, for every public function
