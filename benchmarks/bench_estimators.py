@@ -28,9 +28,9 @@ import warnings
 import numpy as np
 
 from genvdis import estimators, splits
-from genvdis.config import EstimatorSpec
 from genvdis.engine import run_block
 from genvdis.planning import plan_tasks
+from genvdis.sections import EstimatorSpec
 from genvdis.tuning import one_thread
 
 from _setup import load

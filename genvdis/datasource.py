@@ -13,10 +13,11 @@ import pandas as pd
 import pooch
 
 from genvdis import datasets
-from genvdis.config import ExperimentConfig, FileDataset, SklearnSource, SyntheticSource
+from genvdis.config import ExperimentConfig
 from genvdis.datasets import RawData
 from genvdis.errors import UserError
 from genvdis.fetch import fetch_url
+from genvdis.sections import FileDataset, SklearnSource, SyntheticSource
 
 
 def load_data(

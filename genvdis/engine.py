@@ -31,13 +31,14 @@ from genvdis import (
     streams,
     tuning,
 )
-from genvdis.config import ExperimentConfig, SyntheticSource
+from genvdis.config import ExperimentConfig
 from genvdis.datasource import load_data
 from genvdis.models import LinearModel
 from genvdis.planning import Plan, plan_tasks
 from genvdis.preprocessing import PreparedData, prepare
 from genvdis.progress import Progress, silent
 from genvdis.scoring import EncodedData, count_errors
+from genvdis.sections import SyntheticSource
 
 log = logging.getLogger(__name__)
 

@@ -30,9 +30,10 @@ from typing import Any
 import numpy as np
 
 from genvdis import streams
-from genvdis.config import EstimatorSpec, ExperimentConfig
+from genvdis.config import ExperimentConfig
 from genvdis.errors import UserError
 from genvdis.preprocessing import FeatureLayout
+from genvdis.sections import EstimatorSpec
 
 ALWAYS_ALLOWED = "sklearn"
 MODULE_NAME = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*"

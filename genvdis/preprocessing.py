@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from genvdis.config import ExperimentConfig, Preprocessing, TargetSpec
+from genvdis.config import ExperimentConfig
 from genvdis.datasets import RawData
 from genvdis.errors import UserError
+from genvdis.sections import Preprocessing, TargetSpec
 
 MISSING_LEVEL = "?"
 # The largest continuous value accepted: its square, summed over a million rows, is still far

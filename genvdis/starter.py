@@ -20,10 +20,11 @@ import pandas as pd
 import yaml
 
 from genvdis import __version__
-from genvdis.config import FileDataset, parse_config
+from genvdis.config import parse_config
 from genvdis.datasource import load_file_dataset
 from genvdis.errors import UserError
 from genvdis.results import atomic_write_text
+from genvdis.sections import FileDataset
 
 FEW_VALUES = 10  # whole numbers with at most this many distinct values are discrete
 FIRST_M = 10  # where most of the paper's panels start their m grid

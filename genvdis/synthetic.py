@@ -26,8 +26,8 @@ from itertools import product
 import numpy as np
 import pandas as pd
 
-from genvdis.config import SyntheticDataset
 from genvdis.datasets import RawData
+from genvdis.sections import SyntheticDataset
 
 TARGET = "y"
 # Above this many joint outcomes, the exact enumeration gives way to Monte Carlo.

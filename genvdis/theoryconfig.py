@@ -15,15 +15,17 @@ from genvdis.config import (
     MAX_BOOT,
     MIN_BOOT,
     ExperimentConfig,
+    RunConfig,
+    read_yaml,
+    validate_mapping,
+)
+from genvdis.sections import (
     LogisticRegressionSpec,
     ModelList,
     NaiveBayesSpec,
-    RunConfig,
     Seed,
     StrictModel,
     SyntheticDataset,
-    read_yaml,
-    validate_mapping,
 )
 
 

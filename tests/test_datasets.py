@@ -22,12 +22,13 @@ import pandas as pd
 import pytest
 
 from genvdis import datasets, splits
-from genvdis.config import FileDataset, load_config
+from genvdis.config import load_config
 from genvdis.datasets import REGISTRY, RawData, load_registered
 from genvdis.datasource import load_data, load_file_dataset
 from genvdis.errors import UserError
 from genvdis.fetch import RemoteFile
 from genvdis.preprocessing import prepare
+from genvdis.sections import FileDataset
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIGS = REPO / "configs"

@@ -19,9 +19,10 @@ from typer.testing import CliRunner
 
 from genvdis import datasource, estimators, results, scoring, splits, streams
 from genvdis.cli import app
-from genvdis.config import EstimatorSpec, parse_config
+from genvdis.config import parse_config
 from genvdis.errors import UserError
 from genvdis.preprocessing import FeatureLayout, prepare
+from genvdis.sections import EstimatorSpec
 
 # A package of the user's own, written to tmp_path: importing it leaves a mark, so a test can
 # tell whether anything was imported. `Noisy` warns twice on every split with an odd number of

@@ -17,9 +17,10 @@ import scipy.stats
 from scipy.optimize import linprog
 
 from genvdis import datasource, engine, hyperplanes, scoring, splits
-from genvdis.config import LogisticRegressionSpec, NaiveBayesSpec, load_config
+from genvdis.config import load_config
 from genvdis.models import LogisticRegression, NaiveBayes, build_model
 from genvdis.preprocessing import FeatureLayout, prepare
+from genvdis.sections import LogisticRegressionSpec, NaiveBayesSpec
 from genvdis.streams import stream_keys
 
 REPO = Path(__file__).resolve().parents[1]

@@ -13,11 +13,12 @@ from typer.testing import CliRunner
 
 from genvdis import splits
 from genvdis.cli import app
-from genvdis.config import TargetSpec, load_config, parse_config
+from genvdis.config import load_config, parse_config
 from genvdis.datasource import load_data
 from genvdis.errors import UserError
 from genvdis.multiclass import MultiLDA, MultiNaiveBayes
 from genvdis.preprocessing import make_labels, prepare
+from genvdis.sections import TargetSpec
 from genvdis.softmax import MultiLogisticRegression
 
 CONFIG = """\

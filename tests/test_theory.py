@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from genvdis import synthetic, theory
 from genvdis.cli import app
-from genvdis.config import SyntheticDataset
+from genvdis.sections import SyntheticDataset
 
 
 def _class_frames(spec: SyntheticDataset) -> tuple[np.ndarray, np.ndarray]:
