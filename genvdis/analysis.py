@@ -185,18 +185,6 @@ def _bootstrap_crossover(
     return res
 
 
-# --------------------------------------------------------------------------- power-law fit
-
-
-def fit_learning_curve(m: np.ndarray, err: np.ndarray, sem: np.ndarray | None = None) -> dict:
-    """Fit err(m) = a + b m^-c (the LCDB power law); `a` estimates the asymptotic error.
-
-    Never raises: with < 4 usable points or a failed fit it returns ok=False and NaNs;
-    `identifiable`/`why` say whether `a` means anything (genvdis/fits.py).
-    """
-    return fits.fit_family(fits.POW3, m, err, sem)
-
-
 # --------------------------------------------------------------------------- verdict
 
 
@@ -268,38 +256,11 @@ def _model_numbers(
         f"{model}_asymptote": pow3["asymptote"],
         f"{model}_asymptote_se": pow3["asymptote_se"],
         f"{model}_fit_ok": bool(pow3["ok"]),
-        f"{model}_asymptote_reason": _not_identifiable(pow3),
+        f"{model}_asymptote_reason": fits.not_identifiable(pow3),
         f"{model}_best_family": best[0] if len(best) else "",
         f"{model}_rises": shape.flags(shapes, model, shape.RISE),
         f"{model}_nonconvex": shape.flags(shapes, model, shape.BEND),
     }
-
-
-def _not_identifiable(fit: pd.Series) -> str:
-    """ "" when the power-law asymptote is a usable number, else why it is not."""
-    if not fit["ok"]:
-        return f"no fit: {fit['reason']}"
-    return "" if fit["identifiable"] else f"not identifiable: {fit['reason']}"
-
-
-def fits_table(curves: pd.DataFrame) -> pd.DataFrame:
-    """Every family fitted to every model's curve: parameters, identifiability, held-out RMSE
-    and which family wins (written as <panel>/fits.csv)."""
-    rows = []
-    for model, c in curves.groupby("model", sort=True):
-        c = c.sort_values("m")
-        m, y, se = (c[k].to_numpy(dtype=float) for k in ("m", "mean", "sem"))
-        best, scores = fits.select_family(m, y, se)
-        for name in fits.FAMILIES:
-            f = fits.fit_family(name, m, y, se)
-            rows.append(
-                dict(model=model, family=name, ok=f["ok"], asymptote=f["a"],
-                     asymptote_se=f["a_se"], params=" ".join(f"{p:.6g}" for p in f["params"]),
-                     rmse=f["rmse"], identifiable=f["identifiable"],
-                     reason=f["why"] or f["reason"], holdout_rmse=scores[name],
-                     best=name == best)
-            )  # fmt: skip
-    return pd.DataFrame(rows)
 
 
 def _diff_at(diffs: pd.DataFrame, which: str) -> dict[str, Any]:
@@ -363,7 +324,7 @@ def analyse_panel(
     row.update(_row_numbers(compared[0] if compared else None))
     curves = model_curves(errors)
     shapes = shape.shape_tests(curves[curves["model"].isin(present)])
-    fitted = fits_table(curves[curves["model"].isin(present)])
+    fitted = fits.fits_table(curves[curves["model"].isin(present)])
     for model in present:
         row.update(_model_numbers(curves, shapes, fitted, model, m_min, m_max))
     tables = {"shape.csv": shapes, "fits.csv": fitted}

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from scipy import optimize
 
 POW3, EXP3, MMF4 = "pow3", "exp3", "mmf4"
@@ -251,3 +252,30 @@ def select_family(
     usable = {k: v for k, v in scores.items() if math.isfinite(v)}
     best = min(usable, key=lambda k: usable[k]) if usable else ""
     return best, scores
+
+
+def not_identifiable(fit: pd.Series) -> str:
+    """ "" when the power-law asymptote is a usable number, else why it is not."""
+    if not fit["ok"]:
+        return f"no fit: {fit['reason']}"
+    return "" if fit["identifiable"] else f"not identifiable: {fit['reason']}"
+
+
+def fits_table(curves: pd.DataFrame) -> pd.DataFrame:
+    """Every family fitted to every model's curve: parameters, identifiability, held-out RMSE
+    and which family wins (written as <panel>/fits.csv)."""
+    rows = []
+    for model, c in curves.groupby("model", sort=True):
+        c = c.sort_values("m")
+        m, y, se = (c[k].to_numpy(dtype=float) for k in ("m", "mean", "sem"))
+        best, scores = select_family(m, y, se)
+        for name in FAMILIES:
+            f = fit_family(name, m, y, se)
+            rows.append(
+                dict(model=model, family=name, ok=f["ok"], asymptote=f["a"],
+                     asymptote_se=f["a_se"], params=" ".join(f"{p:.6g}" for p in f["params"]),
+                     rmse=f["rmse"], identifiable=f["identifiable"],
+                     reason=f["why"] or f["reason"], holdout_rmse=scores[name],
+                     best=name == best)
+            )  # fmt: skip
+    return pd.DataFrame(rows)
