@@ -83,6 +83,8 @@ def design_key(config: ExperimentConfig, data: PreparedData) -> str:
         settings.pop(key, None)
     for key in DATA_PREPROCESSING:
         settings["preprocessing"].pop(key, None)
+    if data.layout.n_discrete == 0:  # which one-hot level is dropped: only discrete data have one
+        settings["preprocessing"].pop("encoding", None)
     settings["sizes"] = config.size_grid
     settings["models"] = [
         {k: v for k, v in spec.items() if k not in _unused_parameters(spec, data.layout)}
