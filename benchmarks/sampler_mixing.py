@@ -52,19 +52,28 @@ def separable_panels(results: Path) -> list[tuple[Path, int]]:
     return panels
 
 
-def hard_set(path: Path, m: int, look: int = 50):
-    """The first separable training set among splits 0..look-1 at m, where the sampler starts
-    on it, and its test rows as [Z 1] with labels."""
-    setup = load(str(path))
+def newton_starts(setup, train: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Which training sets train (S, m) are separable, and where logistic regression starts
+    its sampler on each (the separating Newton iterate or the LP's solution)."""
     Z, y = setup.encoded.reference, setup.encoded.y
     model = next(model for model in setup.models if model.name == "logistic_regression")
-    train, test = draw_block(y, m, setup.config.seed, range(look), setup.protocol.policy)
     Zt = Z[train]
     X1 = np.concatenate([Zt, np.ones(Zt.shape[:2] + (1,))], axis=2)
     fit = model._newton(Gathered(X1, y[train].astype(float)), TINY_RIDGE, stop=True)
     separable, start, _ = hyperplanes.decide(
         Z, y, train, fit.beta, fit.separating, fit.margin_bound
     )
+    return separable, start
+
+
+def hard_set(path: Path, m: int, look: int = 50):
+    """The first separable training set among splits 0..look-1 at m, where the sampler starts
+    on it, and its test rows as [Z 1] with labels."""
+    setup = load(str(path))
+    Z, y = setup.encoded.reference, setup.encoded.y
+    train, test = draw_block(y, m, setup.config.seed, range(look), setup.protocol.policy)
+    Zt = Z[train]
+    separable, start = newton_starts(setup, train)
     s = int(np.flatnonzero(separable)[0])
     Z1 = np.hstack([Z, np.ones((len(y), 1))])[test[s]]
     return setup.config, s, hyperplanes.signed_rows(Zt[s], y[train][s]), start[s], Z1, y[test[s]]
