@@ -5,7 +5,7 @@
 
 For each config and m (default: every m of the config's grid), the first `--splits` splits'
 separable training sets are sampled as logistic regression samples them
-(`hyperplanes.sample_version_space`, `hyperplanes.TRAJECTORIES` trajectories, one BLAS
+(`hyperplanes.sample_version_space`, `TRAJECTORIES` trajectories, one BLAS
 thread), and the stages are timed separately, min of `--repeat`, in ms per split: the QR of
 the constraint rows and B = A Q (O(m r^2)), the Gram matrix G = B B^T (O(m^2 r), the only
 part a weight-space sampler would save) and the chains (the whole call, stages included).
@@ -23,6 +23,7 @@ import numpy as np
 from sampler_mixing import newton_starts
 
 from genvdis import hyperplanes
+from genvdis.sections import TRAJECTORIES
 from genvdis.splits import draw_block
 from genvdis.streams import stream_keys
 from genvdis.tuning import one_thread
@@ -47,7 +48,7 @@ def stages(A: np.ndarray, start: np.ndarray, keys: np.ndarray, repeat: int) -> l
         B @ np.swapaxes(B, 1, 2)
         times[1].append(time.perf_counter() - began)
         began = time.perf_counter()
-        hyperplanes.sample_version_space(A, start, hyperplanes.TRAJECTORIES, keys)
+        hyperplanes.sample_version_space(A, start, TRAJECTORIES, keys)
         times[2].append(time.perf_counter() - began)
     return [best(t, len(A)) for t in times]
 

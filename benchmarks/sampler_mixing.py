@@ -12,7 +12,7 @@ test error; their mean estimates the expected test error under the law the sampl
 after k trajectories. It prints that mean and its standard error for each k of
 `--trajectories` and for `--reference` trajectories, the bias against the reference in
 standard errors (both estimates' errors combined), and the seconds the sampler took: the old
-default (3) and the new (`hyperplanes.TRAJECTORIES`) side by side. An under-mixed chain shows as
+default (3) and the new (`TRAJECTORIES`) side by side. An under-mixed chain shows as
 a bias: it still remembers its start (docs/separable.md, "How many trajectories"). With
 `--engine SPLITS` it prints instead what each setting costs a run: the engine's CPU seconds
 over each of those panels' whole grid.
@@ -31,6 +31,7 @@ from genvdis import hyperplanes
 from genvdis.engine import run_block
 from genvdis.layouts import Gathered
 from genvdis.logistic import SAMPLER_BYTES, TINY_RIDGE, LogisticRegression
+from genvdis.sections import TRAJECTORIES
 from genvdis.splits import draw_block
 from genvdis.streams import stream_keys
 from genvdis.tuning import one_thread
@@ -138,9 +139,9 @@ def main() -> None:
     parser.add_argument(
         "--trajectories",
         type=lambda text: [int(k) for k in text.split(",")],
-        default=[3, hyperplanes.TRAJECTORIES],
+        default=[3, TRAJECTORIES],
     )
-    parser.add_argument("--reference", type=int, default=10 * hyperplanes.TRAJECTORIES)
+    parser.add_argument("--reference", type=int, default=10 * TRAJECTORIES)
     parser.add_argument(
         "--engine", type=int, metavar="SPLITS",
         help="instead: the engine's CPU seconds over each panel's grid at SPLITS splits per m",

@@ -345,10 +345,6 @@ def _chains(
 
 
 WARMUP_BOUNCES = 200
-# Trajectories per draw, the default of `mcmc_iterations`: benchmarks/sampler_mixing.py finds no
-# bias at 3 standard errors on a hard training set of any separable panel from 20 on (sonar at
-# m = 155: 15 at 3, 4.7 at 10); 30 leaves a margin (docs/separable.md).
-TRAJECTORIES = 30
 
 
 def sample_version_space(

@@ -13,12 +13,34 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from genvdis import streams
 from genvdis.layouts import group_size
 from genvdis.preprocessing import FeatureLayout
+
+
+def default(spec: type, name: str) -> Any:
+    """A model parameter's default, from the config's spec of the model (`genvdis.sections`):
+    one table of defaults and bounds for configs and constructors alike."""
+    return spec.model_fields[name].default
+
+
+def checked(spec: type, **params: Any) -> dict[str, Any]:
+    """A constructor's parameters checked against the same spec (scikit-learn's
+    `_parameter_constraints`, here the config's own fields); a ValueError names the one
+    that fails."""
+    from pydantic import ValidationError
+
+    plain = {k: v.item() if isinstance(v, np.generic) else v for k, v in params.items()}
+    try:
+        return spec(**plain).model_dump(exclude={"name"})
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise ValueError(f"{where}: {first['msg']}") from None
 
 
 @dataclass

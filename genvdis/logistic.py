@@ -11,9 +11,10 @@ import numpy as np
 
 from genvdis import hyperplanes, streams
 from genvdis.layouts import Design, Gathered, Sparse
-from genvdis.linear import BatchFit, LinearModel
+from genvdis.linear import BatchFit, LinearModel, checked, default
 from genvdis.newton import NewtonFit, newton_logistic
 from genvdis.preprocessing import FeatureLayout
+from genvdis.sections import LogisticRegressionSpec
 
 # A vanishing ridge, 1e-8 * |w|^2 / 2 (not on the intercept), in the likelihood's objective.
 # It makes the fit unique and finite where the maximum does not exist or is not unique:
@@ -78,19 +79,21 @@ class LogisticRegression(LinearModel):
     def __init__(
         self,
         layout: FeatureLayout,
-        separable: str = "sample",
-        C: float = 1.0,
-        mcmc_iterations: int = hyperplanes.TRAJECTORIES,
-        max_iter: int = 100,
-        tol: float = 1e-8,
+        separable: str = default(LogisticRegressionSpec, "separable"),
+        C: float = default(LogisticRegressionSpec, "C"),
+        mcmc_iterations: int = default(LogisticRegressionSpec, "mcmc_iterations"),
+        max_iter: int = default(LogisticRegressionSpec, "max_iter"),
+        tol: float = default(LogisticRegressionSpec, "tol"),
     ) -> None:
         super().__init__(layout)
-        if separable not in {"sample", "max_margin", "ridge"}:
-            raise ValueError("separable must be 'sample', 'max_margin' or 'ridge'")
-        if not C > 0 or max_iter < 1 or not tol > 0 or mcmc_iterations < 1:
-            raise ValueError("C and tol must be > 0; max_iter and mcmc_iterations >= 1")
-        self.separable, self.C, self.mcmc_iterations = separable, float(C), int(mcmc_iterations)
-        self.max_iter, self.tol = int(max_iter), float(tol)
+        params = checked(
+            LogisticRegressionSpec, separable=separable, C=C, mcmc_iterations=mcmc_iterations,
+            max_iter=max_iter, tol=tol,
+        )  # fmt: skip
+        self.separable, self.C, self.mcmc_iterations = (
+            params["separable"], params["C"], params["mcmc_iterations"],
+        )  # fmt: skip
+        self.max_iter, self.tol = params["max_iter"], params["tol"]
 
     def _newton(
         self, design: Design, strength: float, stop: bool = False,

@@ -20,9 +20,10 @@ import numpy as np
 
 from genvdis import streams
 from genvdis.errors import UserError
-from genvdis.linear import BatchFit, LinearModel
+from genvdis.linear import BatchFit, LinearModel, checked, default
 from genvdis.logistic import LogisticRegression
 from genvdis.preprocessing import FeatureLayout
+from genvdis.sections import LDASpec, NaiveBayesSpec
 
 
 def _class_counts(y_train: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -82,14 +83,14 @@ class NaiveBayes(LinearModel):
         return idx.shape[0]  # one compiled pass over the rows: no tensor to keep in cache
 
     def __init__(
-        self, layout: FeatureLayout, laplace: float = 1.0, var_smoothing: float = 1e-9
+        self,
+        layout: FeatureLayout,
+        laplace: float = default(NaiveBayesSpec, "laplace"),
+        var_smoothing: float = default(NaiveBayesSpec, "var_smoothing"),
     ) -> None:
         super().__init__(layout)
-        if not laplace >= 0 or (layout.n_discrete and not laplace > 0):
-            raise ValueError("laplace must be > 0 for discrete attributes (log 0 otherwise)")
-        if var_smoothing < 0:
-            raise ValueError("var_smoothing must be >= 0")
-        self.laplace, self.var_smoothing = float(laplace), float(var_smoothing)
+        params = checked(NaiveBayesSpec, laplace=laplace, var_smoothing=var_smoothing)
+        self.laplace, self.var_smoothing = params["laplace"], params["var_smoothing"]
 
     def _fit_group(
         self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray
@@ -127,11 +128,9 @@ class LDA(LinearModel):
     name = "lda"
     reference_coding = True
 
-    def __init__(self, layout: FeatureLayout, epsilon: float = 1e-4) -> None:
+    def __init__(self, layout: FeatureLayout, epsilon: float = default(LDASpec, "epsilon")) -> None:
         super().__init__(layout)
-        if epsilon < 0:
-            raise ValueError("epsilon must be >= 0")
-        self.epsilon = float(epsilon)
+        self.epsilon = checked(LDASpec, epsilon=epsilon)["epsilon"]
 
     def _fit_group(
         self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray

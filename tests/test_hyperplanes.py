@@ -20,7 +20,7 @@ from genvdis import datasource, engine, hyperplanes, scoring, splits
 from genvdis.config import load_config
 from genvdis.models import LogisticRegression, NaiveBayes, build_model
 from genvdis.preprocessing import FeatureLayout, prepare
-from genvdis.sections import LogisticRegressionSpec, NaiveBayesSpec
+from genvdis.sections import TRAJECTORIES, LogisticRegressionSpec, NaiveBayesSpec
 from genvdis.streams import stream_keys
 
 REPO = Path(__file__).resolve().parents[1]
@@ -237,23 +237,23 @@ def test_chains_from_a_corner_of_the_version_space_reach_the_uniform_law():
         assert np.all(draws @ A.T > 0)
         return scipy.stats.ks_2samp(np.mean(draws @ A_test.T <= 0, axis=1), reference).pvalue
 
-    assert pvalue(hyperplanes.TRAJECTORIES) > 0.01
+    assert pvalue(TRAJECTORIES) > 0.01
     assert pvalue(3) < 1e-6
 
 
 def test_the_default_trajectories_are_used_and_recorded():
-    """The config's default, the model's and `hyperplanes.TRAJECTORIES` are one number, and a
+    """The config's default, the model's and `TRAJECTORIES` are one number, and a
     fit records per split how many trajectories drew its hyperplane: that number where the set
     is separable and `sample` draws, 0 where nothing is sampled."""
-    assert LogisticRegressionSpec().mcmc_iterations == hyperplanes.TRAJECTORIES
+    assert LogisticRegressionSpec().mcmc_iterations == TRAJECTORIES
     layout = FeatureLayout(2)
-    assert LogisticRegression(layout).mcmc_iterations == hyperplanes.TRAJECTORIES
+    assert LogisticRegression(layout).mcmc_iterations == TRAJECTORIES
     # the square plus two points outside it (separable), or plus two inside the other class's
     extra = np.array([[0.05, 0.5], [0.95, 0.5], [0.15, 0.5], [0.85, 0.3]])
     X, y = np.vstack([SQUARE_X, extra]), np.r_[SQUARE_Y, 0, 1, 1, 0]
     idx = np.array([[0, 1, 2, 3, 4, 5, 6, 7], [0, 1, 2, 3, 4, 5, 8, 9]])
     for model, used in [
-        (LogisticRegression(layout), hyperplanes.TRAJECTORIES),
+        (LogisticRegression(layout), TRAJECTORIES),
         (LogisticRegression(layout, mcmc_iterations=7), 7),
         (LogisticRegression(layout, separable="max_margin"), 0),
         (build_model(NaiveBayesSpec(), layout), 0),
@@ -325,9 +325,7 @@ def test_the_sampled_hyperplanes_depend_on_the_coding():
     assert first["separable"].sum() >= 5
     assert first["separable"].tolist() == last["separable"].tolist()
     lr = first["model"] == "logistic_regression"
-    assert (
-        first.loc[lr, "trajectories"] == hyperplanes.TRAJECTORIES * first.loc[lr, "separable"]
-    ).all()
+    assert (first.loc[lr, "trajectories"] == TRAJECTORIES * first.loc[lr, "separable"]).all()
     assert not first.loc[lr & first["separable"], "errors"].equals(
         last.loc[lr & last["separable"], "errors"]
     )
