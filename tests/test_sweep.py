@@ -423,9 +423,9 @@ def test_every_panel_takes_every_variant_of_the_committed_sweep():
     from genvdis import api, builtin
 
     committed = variants.read_block_file(Path(__file__).parents[1] / "configs/sweeps/figure1.yaml")
-    assert len(committed) == 14
+    assert len(committed) == 17
     panels = [c for c in builtin.builtin_configs() if c.kind == "panel"]
     assert len(panels) == 15
     for panel in panels:
         expanded = variants.expand(api.load_config(panel.path), committed, f"{panel.name}: ")
-        assert len(expanded) == 15
+        assert len(expanded) == 18  # the baseline and each entry
