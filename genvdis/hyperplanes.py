@@ -234,7 +234,7 @@ def decide(
     return separable, start, from_lp
 
 
-@streams.jit
+@streams.jit  # one compiled loop over bounces, kept whole: splitting it would cost a call a bounce
 def _trajectory(
     B: np.ndarray, G: np.ndarray, w: np.ndarray, p: np.ndarray, c: np.ndarray, v: np.ndarray,
     duration: float, max_bounces: int,
