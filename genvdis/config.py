@@ -34,6 +34,7 @@ from genvdis.sections import (
     StrictModel,
     TargetSpec,
     bundled_loader,
+    dump_without_unset,
 )
 from genvdis.yamlfile import read_yaml
 
@@ -159,12 +160,7 @@ class ExperimentConfig(RunConfig):
 
     @model_serializer(mode="wrap")
     def _without_default_pairs(self, handler: Any) -> dict[str, Any]:
-        """Without `compare`, the config is written as before the key existed: its resolved
-        config, fingerprint and results stay byte-identical."""
-        data = handler(self)
-        if self.compare is None:
-            data.pop("compare", None)
-        return data
+        return dump_without_unset(self, handler, "compare")
 
     @field_validator("sizes", mode="after")
     @classmethod

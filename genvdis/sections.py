@@ -28,6 +28,17 @@ MAX_SEED = 2**63 - 1
 Seed = Annotated[int, Field(ge=0, le=MAX_SEED)]
 
 
+def dump_without_unset(model: BaseModel, handler: Any, *keys: str) -> dict[str, Any]:
+    """A section's dump without the newer optional `keys` left unset: a config that does not
+    use them is written as before they existed, so its resolved config, fingerprint and
+    results stay byte-identical (for `model_serializer(mode="wrap")`)."""
+    data = handler(model)
+    for key in keys:
+        if getattr(model, key) is None:
+            data.pop(key, None)
+    return data
+
+
 class StrictModel(BaseModel):
     """Every config section: unknown keys are errors, values are frozen once validated, and
     types are strict (`splits: true` is not 1, `seed: 2.0` is not 2)."""
@@ -166,12 +177,7 @@ class TargetSpec(StrictModel):
 
     @model_serializer(mode="wrap")
     def _binary_as_before(self, handler: Any) -> dict[str, Any]:
-        """A binary target is written without `classes`, as before it existed: its resolved
-        config, fingerprint and results stay byte-identical."""
-        data = handler(self)
-        if self.classes is None:
-            data.pop("classes", None)
-        return data
+        return dump_without_unset(self, handler, "classes")
 
 
 class Preprocessing(StrictModel):
