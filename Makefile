@@ -59,9 +59,10 @@ plot: $(STAMP)
 	$(BIN)/genvdis plot results/
 	$(BIN)/genvdis plot results/examples/
 
+# the examples first: the explorer of results/ shows their runs with their analysis
 report: $(STAMP)
-	$(BIN)/genvdis report results/
 	$(BIN)/genvdis report results/examples/
+	$(BIN)/genvdis report results/
 
 # then `make report` adds the stability table (results/sensitivity.csv)
 sweep: $(STAMP)
