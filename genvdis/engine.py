@@ -26,14 +26,16 @@ from genvdis import (
     multiclass,
     planning,
     results,
+    runfiles,
     runlock,
     splits,
     streams,
     tuning,
 )
 from genvdis.config import ExperimentConfig
+from genvdis.datasets import RawData
 from genvdis.datasource import load_data
-from genvdis.models import LinearModel
+from genvdis.linear import BatchFit, LinearModel
 from genvdis.planning import Plan, plan_tasks
 from genvdis.preprocessing import PreparedData, prepare
 from genvdis.progress import Progress, silent
@@ -89,11 +91,12 @@ def run_block(
         }
     )
     frame["error"] = frame["errors"].to_numpy() / frame["n_test"].to_numpy()
-    none = np.zeros(S, dtype=np.int64)
-    fitted = [fits.get(x.name) for x in models]  # None: an estimator entry
-    frame["separable"] = np.concatenate([none > 0 if f is None else f.separable for f in fitted])
-    frame["trajectories"] = np.concatenate([none if f is None else f.trajectories for f in fitted])
+    unfitted = BatchFit(None, None, np.zeros(S, dtype=bool))  # an estimator entry's: no flags
+    fitted = [fits.get(x.name, unfitted) for x in models]
+    frame["separable"] = np.concatenate([f.separable for f in fitted])
+    frame["trajectories"] = np.concatenate([f.trajectories for f in fitted])
     if warned:  # runs with estimator entries only: other runs' files stay as they were
+        none = np.zeros(S, dtype=np.int64)
         frame[results.WARNINGS] = np.concatenate([warned.get(x.name, none) for x in models])
     return frame
 
@@ -174,20 +177,22 @@ def run_experiment(
     wait: bool = False,
     allow_imports: tuple[str, ...] = (),
     folder: str | None = None,
+    raw: RawData | None = None,
 ) -> Path:
     """Run (or resume) one config; returns the run folder holding the CSVs, `<out_dir>/<folder
     or the config's name>` (a sweep's variants: `<name>/variants/<id>`). The folder is
     locked for the whole run (another run on it is refused, or with `wait` waited for);
     `force` runs what the planner (genvdis.planning) would refuse, on as many workers as asked;
     `allow_imports` are import prefixes estimator entries may use besides sklearn;
-    `progress` is told of the blocks as they finish (default: nothing shown)."""
+    `progress` is told of the blocks as they finish (default: nothing shown); `raw`, the
+    config's table if the caller has read it already (a sweep reads each table once)."""
     tuning.tune_process()  # the run's parent; each worker tunes itself in `_task`
     run_dir = results.prepare_output(out_dir, folder or config.name)
     estimators.check_config(config, allow_imports)
     if isinstance(config.dataset, SyntheticSource):
         spec = config.dataset.synthetic
         planning.check_synthetic(spec.n_rows, spec.n_features, spec.kind, force)
-    data = prepare(load_data(config, base_dir, mirror), config)
+    data = prepare(raw if raw is not None else load_data(config, base_dir, mirror), config)
     for m in config.size_grid:
         splits.check_size(m, data.class_counts, config.test)
     width = data.layout.n_continuous + sum(data.layout.levels) + 1
@@ -207,7 +212,7 @@ def run_experiment(
         if not _already_done(run):
             _compute(run, workers, backend, scheduler, progress or silent)
     if versions:  # estimator entries: their warnings, once, from the committed summary
-        for line in estimators.warning_lines(pd.read_csv(run_dir / "summary.csv")):
+        for line in estimators.warning_lines(runfiles.read_summary(run_dir)):
             log.warning("%s: %s", config.name, line)
     return run_dir
 

@@ -24,6 +24,7 @@ import pandas as pd
 
 from genvdis import datasource, engine, results, sensitivity, splits, variants
 from genvdis.config import ExperimentConfig
+from genvdis.datasets import RawData
 from genvdis.errors import UserError
 from genvdis.preprocessing import PreparedData, prepare
 from genvdis.variants import Variant
@@ -47,6 +48,7 @@ class Planned:
     variant: Variant
     config: ExperimentConfig
     design: str
+    raw: RawData  # the config's table, read once per sweep and shared by its variants
     same_as: str | None = None
     changed: str = ""  # the keys whose value differs from the baseline's
     not_run: str = ""  # why the variant does not apply to this data, if it does not
@@ -105,7 +107,7 @@ def plan(
     """Prepare every variant's data (each raw table read once) and find repeated designs.
     A data error names the variant; a variant whose rows are too few for the config's m grid
     (`missing: drop` on a panel with many gaps) does not apply, and is marked not to run."""
-    raw: dict[str, Any] = {}
+    raw: dict[str, RawData] = {}
     planned: list[Planned] = []
     base = expanded[0][1]
     for variant, config in expanded:
@@ -116,7 +118,7 @@ def plan(
             data = prepare(raw[source], config)
         except UserError as error:
             raise UserError(f"{where}{variant.origin or 'variant'} {variant.id}: {error}") from None
-        item = Planned(variant, config, design_key(config, data))
+        item = Planned(variant, config, design_key(config, data), raw[source])
         item.changed = variants.changed_keys(base, config, variant)
         item.same_as = next((p.variant.id for p in planned if p.design == item.design), None)
         item.not_run = _misfit(config, data)
@@ -151,7 +153,12 @@ def run_planned(planned: list[Planned], out: Path, **options: Any) -> None:
             continue
         log.info("%s: variant %s (%d of %d)", name, variant, number, len(planned))
         engine.run_experiment(
-            item.config, out, folder=item.folder, base_dir=item.config.data_dir, **options
+            item.config,
+            out,
+            folder=item.folder,
+            base_dir=item.config.data_dir,
+            raw=item.raw,
+            **options,
         )
     write_index(planned, out)
 
