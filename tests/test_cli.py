@@ -18,6 +18,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+import genvdis
 from genvdis import datasets, engine
 from genvdis.cli import app
 
@@ -325,6 +326,13 @@ def test_python_dash_m_reports_bad_inputs_in_one_line(tmp_path):
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
         assert "Traceback" not in done.stderr and str(tmp_path) in done.stderr
     assert not (tmp_path / "r").exists()
+
+
+def test_python_dash_m_genvdis_is_the_command_line():
+    done = subprocess.run(
+        [sys.executable, "-m", "genvdis", "--version"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0 and done.stdout.strip().endswith(genvdis.__version__)
 
 
 def test_the_entry_point_script_runs():
