@@ -358,6 +358,12 @@ def _plain_first_wall(c: list[float], v: list[float], last: int) -> tuple[float,
     return first, j
 
 
+def _rotate(x: list[float], y: list[float], cos: float, sin: float):
+    """(x cos + y sin, y cos - x sin), element by element."""
+    pairs = list(zip(x, y, strict=True))
+    return [a * cos + b * sin for a, b in pairs], [b * cos - a * sin for a, b in pairs]
+
+
 def _plain_trajectory(B, G, w, p, duration, max_bounces):
     """One trajectory as Pakman & Paninski's algorithm reads, one wall at a time, in plain
     Python floats: the wall values B w, B p; the first wall met; rotate; reflect off it
@@ -370,8 +376,8 @@ def _plain_trajectory(B, G, w, p, duration, max_bounces):
         hit = first < remaining
         tt = first if hit else remaining
         cos, sin = math.cos(tt), math.sin(tt)
-        w, p = [a * cos + b * sin for a, b in zip(w, p)], [b * cos - a * sin for a, b in zip(w, p)]
-        c, v = [a * cos + b * sin for a, b in zip(c, v)], [b * cos - a * sin for a, b in zip(c, v)]
+        w, p = _rotate(w, p, cos, sin)
+        c, v = _rotate(c, v, cos, sin)
         remaining -= tt
         if not hit:
             break
