@@ -1,34 +1,63 @@
-"""Where the sampler's time goes on separable training sets, stage by stage, per m.
+"""Where the sampler's time goes on separable training sets, stage by stage, per m; and the
+sampler against an earlier commit's, side by side.
 
     GENVDIS_MIRROR=/work/shared/uci python benchmarks/bench_sampler.py [--splits 20]
-        [--repeat 3] [configs/optdigits-2v3.yaml:800 ...]
+        [--repeat 3] [--against REV] [--panel SPLITS] [configs/optdigits-2v3.yaml:800 ...]
 
 For each config and m (default: every m of the config's grid), the first `--splits` splits'
 separable training sets are sampled as logistic regression samples them
 (`hyperplanes.sample_version_space`, `TRAJECTORIES` trajectories, one BLAS
 thread), and the stages are timed separately, min of `--repeat`, in ms per split: the QR of
-the constraint rows and B = A Q (O(m r^2)), the Gram matrix G = B B^T (O(m^2 r), the only
-part a weight-space sampler would save) and the chains (the whole call, stages included).
-Issue 17 asked whether, when m > d + 1, working in weight space (A w, A v updated per bounce,
-O(m r) a bounce instead of O(m)) would be faster: the Gram column shows what it could save
-at most (docs/separable.md, "What it costs").
+the constraint rows and B = A Q (O(m r^2)), the Gram matrix G = B B^T (O(m^2 r)) and the
+chains (the whole call, stages included). Issue 17 asked whether, when m > d + 1, working in
+weight space would be faster: the Gram column shows what it could save at most
+(docs/separable.md, "What it costs").
+
+With `--against REV`, genvdis/hyperplanes.py as committed at REV is loaded beside the working
+tree's, and the two samplers run on the same sets, alternately (the machine is shared and
+noisy: min of `--repeat`, interleaved). It prints both times, their ratio and whether the
+draws are bit-identical. With `--panel SPLITS` as well it times instead the engine
+(`engine.run_block`, every model) over each config's whole grid at SPLITS splits per m, with
+either sampler patched in, alternately: what a user waits for.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import subprocess
+import tempfile
 import time
+from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 from sampler_mixing import newton_starts
 
 from genvdis import hyperplanes
+from genvdis.engine import run_block
 from genvdis.sections import TRAJECTORIES
 from genvdis.splits import draw_block
 from genvdis.streams import stream_keys
 from genvdis.tuning import one_thread
 
-from _setup import load
+from _setup import Setup, load
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def committed(rev: str) -> ModuleType:
+    """genvdis/hyperplanes.py as committed at `rev`, imported from a temporary file."""
+    source = subprocess.run(
+        ["git", "show", f"{rev}:genvdis/hyperplanes.py"],
+        cwd=REPO, capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    path = Path(tempfile.mkdtemp()) / f"hyperplanes_{rev.replace('~', '_')}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def best(seconds: list[float], splits: int) -> float:
@@ -53,6 +82,50 @@ def stages(A: np.ndarray, start: np.ndarray, keys: np.ndarray, repeat: int) -> l
     return [best(t, len(A)) for t in times]
 
 
+def side_by_side(
+    samplers: list[ModuleType], A: np.ndarray, start: np.ndarray, keys: np.ndarray, repeat: int
+) -> tuple[list[float], bool]:
+    """ms per split of each sampler on the same sets, alternately, min of `repeat`; and
+    whether their draws are bit-identical."""
+    times: list[list[float]] = [[] for _ in samplers]
+    draws = []
+    for _ in range(repeat):
+        draws = []
+        for module, seconds in zip(samplers, times, strict=True):
+            began = time.perf_counter()
+            draws.append(module.sample_version_space(A, start, TRAJECTORIES, keys))
+            seconds.append(time.perf_counter() - began)
+    return [best(t, len(A)) for t in times], all(np.array_equal(draws[0], d) for d in draws)
+
+
+def panel(setup: Setup, samplers: list[ModuleType], splits: int, repeat: int) -> None:
+    """Seconds of the engine over the config's whole grid with each sampler, alternately."""
+    functions = [module.sample_version_space for module in samplers]  # before any patching
+    times: list[list[float]] = [[] for _ in samplers]
+    try:
+        for _ in range(repeat):
+            for function, seconds in zip(functions, times, strict=True):
+                hyperplanes.sample_version_space = function
+                began = time.perf_counter()
+                for m in setup.config.size_grid:
+                    run_block(setup.encoded, setup.models, m, range(splits), setup.protocol)
+                seconds.append(time.perf_counter() - began)
+    finally:
+        hyperplanes.sample_version_space = functions[-1]
+    base, new = min(times[0]), min(times[-1])
+    print(f"{setup.config.name:24} {base:8.2f} {new:8.2f} {base / new:6.2f}x", flush=True)
+
+
+def sets(setup: Setup, m: int, splits: int):
+    """The separable training sets among the first `splits` at m: rows, starts and keys."""
+    Z, y = setup.encoded.reference, setup.encoded.y
+    train, _ = draw_block(y, m, setup.config.seed, range(splits), setup.protocol.policy)
+    separable, start = newton_starts(setup, train)
+    chosen = np.flatnonzero(separable)
+    A = hyperplanes.signed_rows(Z[train[chosen]], y[train[chosen]])
+    return A, start[chosen], stream_keys(setup.config.seed, m, chosen, stream=1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("targets", nargs="*", default=["configs/optdigits-2v3.yaml",
@@ -60,27 +133,39 @@ def main() -> None:
                         help="CONFIG or CONFIG:m")  # fmt: skip
     parser.add_argument("--splits", type=int, default=20)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--against", metavar="REV", help="time this commit's sampler beside")
+    parser.add_argument("--panel", type=int, metavar="SPLITS", help="with --against: whole grids")
     args = parser.parse_args()
-    print(f"{'panel':16} {'m':>5} {'d+1':>4} {'sep':>4} {'qr ms':>7} {'gram ms':>8} "
-          f"{'sampler ms':>10} {'gram share':>10}")  # fmt: skip
+    samplers = [committed(args.against), hyperplanes] if args.against else []
+    if args.against and args.panel:
+        print(f"{'panel (whole grid, s)':24} {args.against[:8]:>8} {'now':>8} {'ratio':>7}")
+        for path in args.targets:
+            panel(load(path), samplers, args.panel, args.repeat)
+        return
+    if args.against:
+        print(f"{'panel':16} {'m':>5} {'sep':>4} {args.against[:8] + ' ms':>11} {'now ms':>8} "
+              f"{'ratio':>6} {'identical':>9}")  # fmt: skip
+    else:
+        print(f"{'panel':16} {'m':>5} {'d+1':>4} {'sep':>4} {'qr ms':>7} {'gram ms':>8} "
+              f"{'sampler ms':>10} {'gram share':>10}")  # fmt: skip
     for target in args.targets:
         path, _, size = target.partition(":")
         setup = load(path)
-        Z, y = setup.encoded.reference, setup.encoded.y
         for m in [int(size)] if size else setup.config.size_grid:
-            train, _ = draw_block(y, m, setup.config.seed, range(args.splits),
-                                  setup.protocol.policy)  # fmt: skip
-            separable, start = newton_starts(setup, train)
-            chosen = np.flatnonzero(separable)
-            if chosen.size == 0:
+            A, start, keys = sets(setup, m, args.splits)
+            if len(A) == 0:
                 continue
-            A = hyperplanes.signed_rows(Z[train[chosen]], y[train[chosen]])
-            keys = stream_keys(setup.config.seed, m, chosen, stream=1)
             with one_thread():
-                hyperplanes.sample_version_space(A[:1], start[chosen[:1]], 1, keys[:1])
-                qr, gram, total = stages(A, start[chosen], keys, args.repeat)
+                for module in samplers or [hyperplanes]:  # compile, outside the timings
+                    module.sample_version_space(A[:1], start[:1], 1, keys[:1])
+                if samplers:
+                    (base, new), same = side_by_side(samplers, A, start, keys, args.repeat)
+                    print(f"{setup.config.name:16} {m:5d} {len(A):4d} {base:11.2f} {new:8.2f} "
+                          f"{base / new:5.2f}x {str(same):>9}", flush=True)  # fmt: skip
+                    continue
+                qr, gram, total = stages(A, start, keys, args.repeat)
             print(
-                f"{setup.config.name:16} {m:5d} {A.shape[2]:4d} {chosen.size:4d} {qr:7.2f} "
+                f"{setup.config.name:16} {m:5d} {A.shape[2]:4d} {len(A):4d} {qr:7.2f} "
                 f"{gram:8.2f} {total:10.2f} {gram / total:10.0%}",
                 flush=True,
             )

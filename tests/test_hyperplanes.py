@@ -7,6 +7,7 @@ A training set is separable when its L-infinity maximum margin, max t s.t. a_i .
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +17,7 @@ import scipy.optimize
 import scipy.stats
 from scipy.optimize import linprog
 
-from genvdis import datasource, engine, hyperplanes, scoring, splits
+from genvdis import datasource, engine, hyperplanes, scoring, splits, streams
 from genvdis.config import load_config
 from genvdis.models import LogisticRegression, NaiveBayes, build_model
 from genvdis.preprocessing import FeatureLayout, prepare
@@ -329,3 +330,141 @@ def test_the_sampled_hyperplanes_depend_on_the_coding():
     assert not first.loc[lr & first["separable"], "errors"].equals(
         last.loc[lr & last["separable"], "errors"]
     )
+
+
+# --- the sampler's kernels, against the algorithm written step by step --------------------------
+
+
+def _dot(row: list[float], x: list[float]) -> float:
+    total = 0.0
+    for a, b in zip(row, x, strict=True):
+        total += a * b
+    return total
+
+
+def _plain_first_wall(c: list[float], v: list[float], last: int) -> tuple[float, int]:
+    """The time to the first wall met, t_i = atan2(v_i, c_i) + pi/2, and its index, skipping
+    `last`: in front of a wall (c_i > 0) through the ratio v_i / c_i, one wall at a time."""
+    best_ratio, j_ratio, best_time, j_time = math.inf, -1, math.inf, -1
+    for i in range(len(c)):
+        if i != last and c[i] > 0.0 and v[i] / c[i] < best_ratio:
+            best_ratio, j_ratio = v[i] / c[i], i
+        elif i != last and not c[i] > 0.0:
+            if math.atan2(v[i], c[i]) + math.pi / 2 < best_time:
+                best_time, j_time = math.atan2(v[i], c[i]) + math.pi / 2, i
+    first, j = best_time, j_time
+    if j_ratio >= 0 and math.atan(best_ratio) + math.pi / 2 < first:
+        first, j = math.atan(best_ratio) + math.pi / 2, j_ratio
+    return first, j
+
+
+def _rotate(x: list[float], y: list[float], cos: float, sin: float):
+    """(x cos + y sin, y cos - x sin), element by element."""
+    pairs = list(zip(x, y, strict=True))
+    return [a * cos + b * sin for a, b in pairs], [b * cos - a * sin for a, b in pairs]
+
+
+def _plain_trajectory(B, G, w, p, duration, max_bounces):
+    """One trajectory as Pakman & Paninski's algorithm reads, one wall at a time, in plain
+    Python floats: the wall values B w, B p; the first wall met; rotate; reflect off it
+    through G."""
+    m, r = len(B), len(w)
+    c, v = [_dot(B[i], w) for i in range(m)], [_dot(B[i], p) for i in range(m)]
+    remaining, last = duration, -1
+    for _ in range(max_bounces):
+        first, j = _plain_first_wall(c, v, last)
+        hit = first < remaining
+        tt = first if hit else remaining
+        cos, sin = math.cos(tt), math.sin(tt)
+        w, p = _rotate(w, p, cos, sin)
+        c, v = _rotate(c, v, cos, sin)
+        remaining -= tt
+        if not hit:
+            break
+        scale = 2.0 * v[j] / G[j][j]
+        p = [p[k] - scale * B[j][k] for k in range(r)]
+        v = [v[i] - scale * G[j][i] for i in range(m)]
+        c[j], last = abs(c[j]), j
+    return w, duration - remaining
+
+
+def _plain_chain(B, G, w, key: int, iterations: int) -> list[float]:
+    """A chain of `_plain_trajectory`s: the warm-up fixes the duration, a move off the cone
+    through rounding is rejected (as `sample_version_space` documents)."""
+    state = np.array([key], dtype=np.uint64)
+    duration = math.pi / 2
+    for iteration in range(iterations):
+        budget = hyperplanes.WARMUP_BOUNCES * (1 if iteration == 0 else 20)
+        p = [float(streams.next_normal(state)) for _ in w]
+        proposal, travelled = _plain_trajectory(B, G, w, p, duration, budget)
+        if iteration == 0 and travelled > 0:
+            duration = travelled
+        if all(_dot(row, proposal) > 0.0 for row in B):
+            w = proposal
+    return w
+
+
+@pytest.mark.parametrize("problem", ["thin", "discrete"])
+def test_the_chains_are_the_plain_algorithms_bit_for_bit(problem):
+    """The compiled chains (walls summed side by side, rotation, reflection and the next
+    wall's key in one vectorised pass, four running minima) make the same floating-point
+    operations as the algorithm written one wall at a time: the same bits. "discrete" has
+    repeated rows (as voting's), so walls just hit and their copies sit on or behind the
+    wall through rounding and take the general formula."""
+    if problem == "thin":
+        A, _ = _thin_5d()
+    else:
+        rng = np.random.default_rng(5)
+        X = rng.integers(0, 3, size=(60, 4)).astype(float)
+        y = (X @ [1.0, -1.0, 0.5, 2.0] > 2.2).astype(int)
+        A = hyperplanes.signed_rows(X, y)
+        assert len(np.unique(A, axis=0)) < len(A)
+    z0 = hyperplanes.max_margin(A)[1]
+    Q, _ = np.linalg.qr(A.T)
+    B = np.ascontiguousarray(A @ Q)
+    G = B @ B.T
+    w0 = Q.T @ z0 * np.sqrt(B.shape[1]) / np.linalg.norm(Q.T @ z0)
+    keys = stream_keys(3, len(A), range(6), 1)
+    W, _, _ = hyperplanes._chains(
+        B[None].repeat(6, 0), np.ascontiguousarray(B.T)[None].repeat(6, 0), G[None].repeat(6, 0),
+        w0[None].repeat(6, 0), keys, 8, hyperplanes.WARMUP_BOUNCES, A.shape[1],
+    )  # fmt: skip
+    for s, key in enumerate(keys):
+        plain = _plain_chain(B.tolist(), G.tolist(), w0.tolist(), int(key), 8)
+        assert W[s].tolist() == plain
+        assert np.all(B @ W[s] > 0)
+
+
+def test_the_first_wall_is_the_first_of_the_smallest_keys():
+    """`_least`, four running minima side by side, against one key at a time with `<`:
+    ties (also +0 against -0) go to the lowest index, inf and nan are never chosen."""
+    rng = np.random.default_rng(6)
+    pool = np.array([-1.5, -0.0, 0.0, 0.25, 0.25, 2.0, np.inf, np.nan])
+    for size in range(12):
+        for _ in range(200):
+            key = rng.choice(pool, size=size)
+            best, expected = np.inf, -1
+            for i, x in enumerate(key):
+                if x < best:
+                    best, expected = x, i
+            assert hyperplanes._least(key) == expected
+
+
+def test_the_first_wall_is_found_as_one_wall_at_a_time_finds_it():
+    """`_first_wall` (keys made in the vectorised pass, the walls behind scanned only when
+    there are any) against `_plain_first_wall`, on wall values with ties, zeros of both signs
+    and walls behind (c_i <= 0, which rounding leaves after a hit), with and without a wall
+    to skip: the same time, bit for bit, and the same wall."""
+    rng = np.random.default_rng(7)
+    pool = np.array([-0.5, -1e-17, -0.0, 0.0, 1e-17, 0.5, 1.0, 2.0])
+    for size in range(1, 10):
+        for _ in range(300):
+            c, v = rng.choice(pool, size=size), rng.choice(pool, size=size) - 0.25
+            last = int(rng.integers(-1, size))
+            key = np.empty(size)
+            behind = hyperplanes._ratios(c, v, key)
+            if last >= 0:
+                behind -= not c[last] > 0.0
+                key[last] = np.inf
+            first, j = hyperplanes._first_wall(c, v, key, last, behind)
+            assert (first, j) == _plain_first_wall(c.tolist(), v.tolist(), last)
