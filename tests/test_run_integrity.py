@@ -99,12 +99,12 @@ def _fail_writes(monkeypatch, where: str, after: int, code: int, stamp: bool = F
     written before."""
     write, done = results.atomic_write_text, []
 
-    def failing(path: Path, text: str) -> None:
+    def failing(path: Path, text: str, durable: bool = True) -> None:
         if path.parent.name == where and (stamp or path.name != "fingerprint"):
             if len(done) >= after:
                 raise OSError(code, os.strerror(code))
             done.append(path)
-        write(path, text)
+        write(path, text, durable)
 
     monkeypatch.setattr(results, "atomic_write_text", failing)
 
