@@ -24,14 +24,25 @@ log = logging.getLogger(__name__)
 
 PARENT_POLL = 0.5  # seconds between a worker's checks that the run's process is alive
 WORKER_WAIT = 10  # seconds a dask scheduler gets to have a worker
+# A loky worker imports the libraries and loads numba's compiled kernels before its first
+# task (~1.5 s of CPU on the 2-core machine): a run estimated (genvdis.planning, CPU seconds)
+# below this is over sooner in the run's own process than in workers. Measured by
+# benchmarks/bench_startup.py --crossover (docs/scaling.md).
+IN_PROCESS_BELOW = 4.0
 
 
-def worker_count(jobs: int, tasks: int, force: bool = False) -> int:
-    """--jobs, capped at the tasks to run and (unless `force`) at this machine's cores."""
+def worker_count(
+    jobs: int, tasks: int, force: bool = False, backend: str = "loky", cpu_seconds: float = 0.0
+) -> int:
+    """--jobs, capped at the tasks to run and (unless `force`) at this machine's cores; and
+    (unless `force`) 1, this process, for a loky run estimated under `IN_PROCESS_BELOW`."""
     cores, tasks = joblib.cpu_count(), max(1, tasks)
     used = min(jobs, tasks) if force else min(jobs, tasks, cores)
-    if used < jobs:
+    if used > 1 and backend == "loky" and not force and cpu_seconds < IN_PROCESS_BELOW:
+        used, why = 1, "a short run: over sooner than workers start; --force uses them"
+    elif used < jobs:
         why = f"{tasks} tasks to run" if used == tasks else f"{cores} cores; --force uses more"
+    if used < jobs:
         log.info("--jobs %d: using %d worker(s) (%s)", jobs, used, why)
     return used
 
