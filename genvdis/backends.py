@@ -14,9 +14,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator
-
-import joblib
+from collections.abc import Callable, Iterable, Iterator
 
 from genvdis.errors import UserError
 
@@ -36,6 +34,10 @@ def worker_count(
 ) -> int:
     """--jobs, capped at the tasks to run and (unless `force`) at this machine's cores; and
     (unless `force`) 1, this process, for a loky run estimated under `IN_PROCESS_BELOW`."""
+    if jobs == 1:
+        return 1
+    import joblib
+
     cores, tasks = joblib.cpu_count(), max(1, tasks)
     used = min(jobs, tasks) if force else min(jobs, tasks, cores)
     if used > 1 and backend == "loky" and not force and cpu_seconds < IN_PROCESS_BELOW:
@@ -60,11 +62,36 @@ def watch_parent(parent: int) -> None:
     threading.Thread(target=watch, name="genvdis-watch-parent", daemon=True).start()
 
 
+def in_process(backend: str, jobs: int) -> bool:
+    """Whether the run's tasks run in its own process, one after the other, without joblib
+    (whose import, ~70 ms, is then spared): one job, on any backend but dask's cluster."""
+    return jobs == 1 and backend != "dask"
+
+
+def map_unordered(
+    function: Callable[..., object], calls: Iterable[tuple], backend: str, jobs: int
+) -> Iterator:
+    """function(*args) for each args in `calls`, in whatever order they finish: in this
+    process (`in_process`), else on the workers of the backend `parallel` set up."""
+    if in_process(backend, jobs):
+        return (function(*args) for args in calls)
+    import joblib
+
+    runner = joblib.Parallel(return_as="generator_unordered")
+    return runner(joblib.delayed(function)(*args) for args in calls)
+
+
 @contextlib.contextmanager
 def parallel(
     backend: str, jobs: int, scheduler: str | None, scatter: list | None = None
 ) -> Iterator[None]:
-    """joblib's backend for the run; with dask, `scatter` (the data) is sent to workers once."""
+    """joblib's backend for the run; with dask, `scatter` (the data) is sent to workers once.
+    Nothing to set up for a run `in_process`."""
+    if in_process(backend, jobs):
+        yield
+        return
+    import joblib
+
     if backend == "loky":
         with joblib.parallel_config(
             backend="loky", n_jobs=jobs, initializer=watch_parent, initargs=(os.getpid(),)

@@ -16,7 +16,6 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import joblib
 import numpy as np
 import pandas as pd
 
@@ -257,12 +256,8 @@ def _compute(run: Run, jobs: int, backend: str, scheduler: str | None, progress:
             log.info("%s: resuming, %d of %d blocks already done", config.name, kept, plan.count)
         with progress(config.name, plan.count) as bar:
             bar(kept)
-            runner = joblib.Parallel(return_as="generator_unordered")
-            outputs = runner(
-                joblib.delayed(_task)(run.encoded, run.models, m, block, protocol)
-                for m, block in todo
-            )
-            for m, start, frame in outputs:
+            calls = ((run.encoded, run.models, m, block, protocol) for m, block in todo)
+            for m, start, frame in backends.map_unordered(_task, calls, backend, jobs):
                 store.save(m, start, frame)
                 bar(1)
     elapsed = time.perf_counter() - started

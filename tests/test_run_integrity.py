@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import joblib
 import numpy as np
 import pandas as pd
 import pytest
@@ -213,7 +214,7 @@ def _huge_blocks(env: Env) -> list[str]:
 
 
 def _two_cores(env: Env) -> list[str]:
-    env.patch.setattr(backends.joblib, "cpu_count", lambda: 2)
+    env.patch.setattr(joblib, "cpu_count", lambda: 2)
     return [*RUN, "--jobs", "1000", "--backend", "threading"]
 
 

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import joblib
 import numpy as np
 import pandas as pd
 import pytest
@@ -20,8 +21,10 @@ from genvdis.cli import app
 from genvdis.csvtext import csv_text
 
 # Heavy, and not needed before a run's first task (matplotlib: plot/report; sklearn: tests and
-# benchmarks; dask: --backend dask; scipy.stats: the theory runs; scipy.optimize: the rare LP).
+# benchmarks; dask: --backend dask; scipy.stats: the theory runs; scipy.optimize: the rare LP;
+# joblib: runs on workers, not --jobs 1; pooch: downloads, not a cache hit).
 HEAVY = ["scipy.stats", "scipy.optimize", "matplotlib", "sklearn", "dask", "distributed"]
+HEAVY += ["joblib", "pooch"]
 
 
 def _loaded_after(code: str, cwd=None) -> list[str]:
@@ -166,7 +169,7 @@ def test_the_results_are_fsynced_and_the_checkpoints_are_not(tmp_path, write_toy
 
 
 def test_a_short_loky_run_stays_in_process_unless_forced(monkeypatch):
-    monkeypatch.setattr(backends.joblib, "cpu_count", lambda: 4)
+    monkeypatch.setattr(joblib, "cpu_count", lambda: 4)
     short, long = backends.IN_PROCESS_BELOW / 2, backends.IN_PROCESS_BELOW * 2
     assert backends.worker_count(2, 50, cpu_seconds=short) == 1
     assert backends.worker_count(2, 50, cpu_seconds=long) == 2
