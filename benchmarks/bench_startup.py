@@ -17,7 +17,15 @@ that the machine's load drifts over all of them alike. It prints:
 - end to end, `--jobs 2`: `genvdis run ... --jobs 2` against that loop in two processes at
   once, each with half of the m grid.
 --no-sklearn leaves the loop out (to compare genvdis before and after a change quickly).
-A first untimed `genvdis run` fills the data cache and numba's cache for both sides.
+--against DIR times another checkout's genvdis too (its code on PYTHONPATH, this venv's
+libraries), each round measuring both sides in turn.
+A first untimed `genvdis run` per side fills the data cache, numba's cache and the .pyc files;
+the children run without PYTHONDONTWRITEBYTECODE (else every process compiles genvdis's
+modules from source, ~0.1 s, which an installed package never does).
+
+--crossover CONFIG... times `--jobs 1` against `--jobs 2 --force` (two loky workers) on each
+config, next to the run's CPU estimate (genvdis.planning): where the workers start to pay is
+what `backends.IN_PROCESS_BELOW` is set from.
 """
 
 from __future__ import annotations
@@ -71,41 +79,101 @@ def _cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _wall(*commands: list[str]) -> tuple[float, float]:
+def _env(tree: str | None) -> dict[str, str]:
+    """The children's environment: bytecode caching on; `tree`'s genvdis first on the path."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    if tree:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [tree, env.get("PYTHONPATH")]))
+    return env
+
+
+def _wall(*commands: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
     """Seconds from starting the commands (at once) until the last one ends, and the CPU
     seconds they used (steadier than wall time on a shared machine)."""
     started, cpu = time.perf_counter(), _cpu()
-    procs = [subprocess.Popen(c, stdout=subprocess.PIPE) for c in commands]
+    procs = [subprocess.Popen(c, stdout=subprocess.PIPE, env=env or _env(None)) for c in commands]
     for proc, command in zip(procs, commands, strict=True):
         if proc.wait() != 0:
             sys.exit(f"failed: {' '.join(command)}")
     return time.perf_counter() - started, _cpu() - cpu
 
 
-def _genvdis(config: str, splits: int, jobs: int, out: Path) -> list[str]:
+def _genvdis(config: str, splits: int, jobs: int, out: Path, *extra: str) -> list[str]:
     run = ["run", config, "--splits", str(splits), "--jobs", str(jobs), "--out", str(out), "-q"]
-    return [str(Path(sys.executable).with_name("genvdis")), *run]  # the command users type
+    return [str(Path(sys.executable).with_name("genvdis")), *run, *extra]  # as users type it
+
+
+def _genvdis_round(config: str, splits: int, out: Path, tree: str | None) -> dict:
+    """The genvdis measurements of one round, on one side, in fresh processes and folders."""
+    env, me = _env(tree), [sys.executable, str(Path(__file__).resolve())]
+    cpu = _cpu()
+    done = subprocess.run([sys.executable, "-c", IMPORT_CLI], capture_output=True, text=True,
+                          env=env)  # fmt: skip
+    cpu = _cpu() - cpu
+    first = ["run", config, "--splits", "10", "--jobs", "1", "--out", str(out / "first")]
+    return {
+        "import genvdis.cli": (float(done.stdout), cpu),
+        "first task (--jobs 1)": _wall([*me, "--first-task", *first, "-q"], env=env),
+        "genvdis --jobs 1": _wall(_genvdis(config, splits, 1, out / "j1"), env=env),
+        "genvdis --jobs 2": _wall(_genvdis(config, splits, 2, out / "j2"), env=env),
+    }
 
 
 def _round(args: argparse.Namespace, scratch: Path, n: int) -> dict[str, tuple[float, float]]:
-    """One measurement of everything, each in fresh processes and a fresh output folder."""
-    me = [sys.executable, str(Path(__file__).resolve())]
-    sk = [*me, "--sklearn", args.config, "--splits", str(args.splits)]
-    cpu = _cpu()
-    out = subprocess.run([sys.executable, "-c", IMPORT_CLI], capture_output=True, text=True)
-    cpu = _cpu() - cpu
-    first = ["run", args.config, "--splits", "10", "--jobs", "1", "--out", str(scratch / f"f{n}")]
-    times = {
-        "import genvdis.cli": (float(out.stdout), cpu),
-        "first task (--jobs 1)": _wall([*me, "--first-task", *first, "-q"]),
-        "genvdis --jobs 1": _wall(_genvdis(args.config, args.splits, 1, scratch / f"a{n}")),
-        "genvdis --jobs 2": _wall(_genvdis(args.config, args.splits, 2, scratch / f"b{n}")),
-    }
+    """One measurement of everything: this checkout, then --against's, then the loop."""
+    times = _genvdis_round(args.config, args.splits, scratch / f"this{n}", None)
+    if args.against:
+        other = _genvdis_round(args.config, args.splits, scratch / f"other{n}", args.against)
+        times.update({f"{key} [against]": value for key, value in other.items()})
     if not args.no_sklearn:
+        sk = [sys.executable, str(Path(__file__).resolve()), "--sklearn", args.config]
+        sk += ["--splits", str(args.splits)]
         times["sklearn loop, 1 process"] = _wall([*sk, "--part", "0", "--parts", "1"])
         halves = [[*sk, "--part", str(k), "--parts", "2"] for k in (0, 1)]
         times["sklearn loop, 2 processes"] = _wall(*halves)
     return times
+
+
+def _crossover(configs: list[str], splits: int, repeat: int, scratch: Path) -> None:
+    """--jobs 1 against two workers (--jobs 2 --force) per config, min of `repeat` rounds."""
+    from genvdis.planning import Workload, plan_tasks
+
+    from _setup import load
+
+    print(f"{'config':32} {'estimate s':>10} {'--jobs 1':>9} {'2 workers':>9}")
+    for config in configs:
+        setup = load(config)
+        layout, data = setup.data.layout, setup.data
+        width = layout.n_continuous + sum(layout.levels) + 1
+        plan = plan_tasks(setup.config.size_grid, splits, setup.config.block_size, width,
+                          data.n_rows)  # fmt: skip
+        names = [spec.name for spec in setup.config.models]
+        estimate = Workload(plan, width, data.n_rows, names).cpu_seconds()
+        walls: dict[int, list[float]] = {1: [], 2: []}
+        for n in range(repeat):
+            for jobs in (1, 2):
+                out = scratch / f"x{n}-{jobs}-{Path(config).stem}"
+                walls[jobs].append(_wall(_genvdis(config, splits, jobs, out, "--force"))[0])
+        print(f"{config:32} {estimate:10.2f} {min(walls[1]):9.2f} {min(walls[2]):9.2f}")
+
+
+def _report(args: argparse.Namespace, rounds: list[dict]) -> None:
+    best = {key: min(r[key][0] for r in rounds) for key in rounds[0]}
+    cpu = {key: min(r[key][1] for r in rounds) for key in rounds[0]}
+    print(f"{args.config}, {args.splits} splits per m, min of {args.repeat} rounds")
+    print(f"  {'':38} {'wall s':>8} {'cpu s':>8}")
+    for key, seconds in best.items():
+        print(f"  {key:38} {seconds:8.2f} {cpu[key]:8.2f}")
+    for side in ("", " [against]") if args.against else ("",):
+        for jobs, loop in ((1, "sklearn loop, 1 process"), (2, "sklearn loop, 2 processes")):
+            if loop in best:
+                ratio = best[loop] / best[f"genvdis --jobs {jobs}{side}"]
+                print(f"  end to end, --jobs {jobs}{side}: {ratio:.1f}x the scikit-learn loop")
+    if args.against:
+        for jobs in (1, 2):
+            key = f"genvdis --jobs {jobs}"
+            ratio = best[f"{key} [against]"] / best[key]
+            print(f"  {key}: {ratio:.2f}x as fast as --against (wall)")
 
 
 def main() -> None:
@@ -114,6 +182,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="rounds, min taken (default 3)")
     parser.add_argument("config", nargs="?", default="configs/pima.yaml")
     parser.add_argument("--no-sklearn", action="store_true", help="time genvdis only")
+    parser.add_argument("--against", help="another checkout's folder, timed alongside")
+    parser.add_argument("--crossover", nargs="+", help="configs: --jobs 1 vs two workers")
     parser.add_argument("--first-task", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     parser.add_argument("--sklearn", help=argparse.SUPPRESS)
     parser.add_argument("--part", type=int, default=0, help=argparse.SUPPRESS)
@@ -125,19 +195,12 @@ def main() -> None:
         return _sklearn(args.sklearn, args.splits, args.part, args.parts)
     with tempfile.TemporaryDirectory() as tmp:
         scratch = Path(tmp)
-        _wall(_genvdis(args.config, 10, 1, scratch / "warm"))  # data and numba caches, untimed
+        for tree in (None, args.against) if args.against else (None,):  # caches, untimed
+            _wall(_genvdis(args.config, 10, 1, scratch / "warm"), env=_env(tree))
+        if args.crossover:
+            return _crossover(args.crossover, args.splits, args.repeat, scratch)
         rounds = [_round(args, scratch, n) for n in range(args.repeat)]
-    best = {key: min(r[key][0] for r in rounds) for key in rounds[0]}
-    cpu = {key: min(r[key][1] for r in rounds) for key in rounds[0]}
-    print(f"{args.config}, {args.splits} splits per m, min of {args.repeat} rounds")
-    print(f"  {'':28} {'wall s':>8} {'cpu s':>8}")
-    for key, seconds in best.items():
-        print(f"  {key:28} {seconds:8.2f} {cpu[key]:8.2f}")
-    for jobs, loop in ((1, "sklearn loop, 1 process"), (2, "sklearn loop, 2 processes")):
-        if loop not in best:
-            continue
-        ratio = best[loop] / best[f"genvdis --jobs {jobs}"]
-        print(f"  end to end, --jobs {jobs}: {ratio:.1f}x the scikit-learn loop")
+    _report(args, rounds)
 
 
 if __name__ == "__main__":

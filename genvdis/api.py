@@ -176,7 +176,8 @@ def run(  # its length is the numpydoc docstring; the code is under 30 lines
     splits, seed : int, optional
         Replace the config's number of splits per m, and its seed.
     jobs : int
-        Parallel workers.
+        Parallel workers (capped at the cores; a loky run estimated under 4 CPU-seconds
+        stays in this process, where it is over sooner).
     out : str or Path
         The results folder; the run writes ``<out>/<config name>/``.
     backend : {'loky', 'threading', 'dask'}

@@ -56,7 +56,8 @@ Force = Annotated[
     bool,
     typer.Option(
         "--force",
-        help="Run beyond the work, memory and size bounds, and on more workers than cores.",
+        help="Run beyond the work, memory and size bounds, and on more workers than cores "
+        "(or than a short run would use).",
     ),
 ]
 

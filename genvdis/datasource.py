@@ -10,13 +10,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pooch
 
 from genvdis import datasets
 from genvdis.config import ExperimentConfig
 from genvdis.datasets import RawData
 from genvdis.errors import UserError
-from genvdis.fetch import fetch_url
+from genvdis.fetch import fetch_url, file_sha256
 from genvdis.sections import FileDataset, SklearnSource, SyntheticSource
 
 
@@ -107,7 +106,7 @@ def load_file_dataset(spec: FileDataset, *, base_dir: Path = Path(".")) -> RawDa
         frame=frame,
         attributes=attributes,
         target=spec.target,
-        checksums={path.name: pooch.file_hash(str(path))},
+        checksums={path.name: file_sha256(path)},
         source=str(spec.url or spec.path),
     )
 

@@ -11,11 +11,11 @@ caller passes (`progress`), notices to logging.
 from __future__ import annotations
 
 import logging
+import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-import joblib
 import numpy as np
 import pandas as pd
 
@@ -197,9 +197,13 @@ def run_experiment(
         splits.check_size(m, data.class_counts, config.test)
     width = data.layout.n_continuous + sum(data.layout.levels) + 1
     plan = plan_tasks(config.size_grid, config.splits, config.block_size, width, data.n_rows)
-    workers = jobs if scheduler else backends.worker_count(jobs, plan.count, force)
     names = [spec.name for spec in config.models]
-    planning.check(planning.Workload(plan, width, data.n_rows, names, workers), force, config.name)
+    work = planning.Workload(plan, width, data.n_rows, names)
+    # estimator entries' cost is unknown to the estimate: they never stay in-process
+    unknown = any(isinstance(spec, estimators.EstimatorSpec) for spec in config.models)
+    cpu = math.inf if unknown else work.cpu_seconds()
+    workers = jobs if scheduler else backends.worker_count(jobs, plan.count, force, backend, cpu)
+    planning.check(replace(work, jobs=workers), force, config.name)
     allowed = estimators.allowed_prefixes(allow_imports)
     models = estimators.build_models(config.models, data.layout, allowed, len(data.class_counts))
     resolved = resolve(config, data)
@@ -252,12 +256,8 @@ def _compute(run: Run, jobs: int, backend: str, scheduler: str | None, progress:
             log.info("%s: resuming, %d of %d blocks already done", config.name, kept, plan.count)
         with progress(config.name, plan.count) as bar:
             bar(kept)
-            runner = joblib.Parallel(return_as="generator_unordered")
-            outputs = runner(
-                joblib.delayed(_task)(run.encoded, run.models, m, block, protocol)
-                for m, block in todo
-            )
-            for m, start, frame in outputs:
+            calls = ((run.encoded, run.models, m, block, protocol) for m, block in todo)
+            for m, start, frame in backends.map_unordered(_task, calls, backend, jobs):
                 store.save(m, start, frame)
                 bar(1)
     elapsed = time.perf_counter() - started

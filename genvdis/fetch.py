@@ -9,14 +9,13 @@ have been withdrawn from the UCI site), and a mirror that may be a URL or a loca
 from __future__ import annotations
 
 import errno
+import hashlib
 import logging
 import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
-
-import pooch
 
 from genvdis.errors import UserError
 
@@ -30,7 +29,6 @@ SIZE_FACTOR, MAX_USER_BYTES = 10, 2**30
 DISK_FULL = {errno.ENOSPC, errno.EDQUOT}
 NOT_WRITABLE = {errno.EACCES, errno.EPERM, errno.EROFS}
 
-pooch.get_logger().setLevel(logging.WARNING)
 log = logging.getLogger(__name__)
 
 
@@ -126,11 +124,24 @@ def fetch_url(url: str, sha256: str, *, cache: Path | None = None) -> Path:
     return _retrieve([url], sha256.lower(), target, url, MAX_USER_BYTES)
 
 
+def file_sha256(path: Path) -> str:
+    """The sha256 of a file's bytes, read in chunks (what pooch.file_hash computes)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        while chunk := stream.read(2**20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
 def _retrieve(urls: list[str], sha256: str, target: Path, label: str, limit: int) -> Path:
     """Try each address in turn; pooch verifies the sha256 before the file enters the cache.
-    A full disk, or a cache that cannot be written, is said as such (not a network problem)."""
-    if target.is_file() and pooch.file_hash(str(target)) == sha256:
+    A full disk, or a cache that cannot be written, is said as such (not a network problem).
+    pooch (and through it ssl, ~60 ms) is imported only when the cache misses."""
+    if target.is_file() and file_sha256(target) == sha256:
         return target
+    import pooch
+
+    pooch.get_logger().setLevel(logging.WARNING)
     failures: list[str] = []
     for url in urls:
         local = not _is_url(url)

@@ -86,7 +86,8 @@ def test_reference_run_is_complete_and_exercises_the_sampler(setup):
 
 def test_two_loky_workers_give_identical_bytes(setup):
     folder, configs, reference = setup
-    _run([*configs, "--jobs", "2", "--out", str(folder / "jobs2"), "-q"])
+    # --force: two loky workers, though runs this short would otherwise stay in-process
+    _run([*configs, "--jobs", "2", "--force", "--out", str(folder / "jobs2"), "-q"])
     assert _bytes(folder / "jobs2") == reference
 
 

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import joblib
 import numpy as np
 import pandas as pd
 import pytest
@@ -99,12 +100,12 @@ def _fail_writes(monkeypatch, where: str, after: int, code: int, stamp: bool = F
     written before."""
     write, done = results.atomic_write_text, []
 
-    def failing(path: Path, text: str) -> None:
+    def failing(path: Path, text: str, durable: bool = True) -> None:
         if path.parent.name == where and (stamp or path.name != "fingerprint"):
             if len(done) >= after:
                 raise OSError(code, os.strerror(code))
             done.append(path)
-        write(path, text)
+        write(path, text, durable)
 
     monkeypatch.setattr(results, "atomic_write_text", failing)
 
@@ -213,7 +214,7 @@ def _huge_blocks(env: Env) -> list[str]:
 
 
 def _two_cores(env: Env) -> list[str]:
-    env.patch.setattr(backends.joblib, "cpu_count", lambda: 2)
+    env.patch.setattr(joblib, "cpu_count", lambda: 2)
     return [*RUN, "--jobs", "1000", "--backend", "threading"]
 
 

@@ -5,12 +5,26 @@ modules get loaded, in a fresh interpreter, so they cannot depend on the machine
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
+
+import joblib
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from genvdis import backends, csvtext, results
+from genvdis.cli import app
+from genvdis.csvtext import csv_text
 
 # Heavy, and not needed before a run's first task (matplotlib: plot/report; sklearn: tests and
-# benchmarks; dask: --backend dask; scipy.stats: the theory runs; scipy.optimize: the rare LP).
+# benchmarks; dask: --backend dask; scipy.stats: the theory runs; scipy.optimize: the rare LP;
+# joblib: runs on workers, not --jobs 1; pooch: downloads, not a cache hit).
 HEAVY = ["scipy.stats", "scipy.optimize", "matplotlib", "sklearn", "dask", "distributed"]
+HEAVY += ["joblib", "pooch"]
 
 
 def _loaded_after(code: str, cwd=None) -> list[str]:
@@ -68,3 +82,113 @@ print(json.dumps(seen))"""
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     assert any("scipy_openblas-" in path for path, _ in seen)  # scipy's BLAS was in use
     assert {threads for _, threads in seen} == {1}
+
+
+# --- what a run writes, and how -----------------------------------------------------------------
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _to_csv(frame: pd.DataFrame) -> str:
+    return frame.to_csv(index=False, lineterminator="\n")
+
+
+def test_the_csv_writer_gives_pandas_bytes_on_every_committed_table():
+    """csv_text is what a run writes errors.csv and its checkpoints with: on every CSV under
+    results/ (summaries, fits, shapes, analyses: NaNs, text, bools, floats of every size) it
+    must give pandas' bytes, by its own path or by falling back to pandas."""
+    tables = sorted(REPO.glob("results/**/*.csv"))
+    assert len(tables) > 100
+    fast = 0
+    for path in tables:
+        frame = pd.read_csv(path)
+        assert csv_text(frame) == _to_csv(frame), path
+        fast += csvtext._fields(frame) is not None
+    assert 0 < fast < len(tables)  # both paths were checked
+
+
+def test_the_csv_writer_gives_pandas_bytes_on_an_engine_block_and_on_edge_cases():
+    rng = np.random.default_rng(1)
+    n = 3000
+    block = pd.DataFrame(
+        {
+            "model": np.repeat(["naive_bayes", "logistic_regression"], n // 2),
+            "m": 30,
+            "split": np.tile(np.arange(n // 2), 2),
+            "n_test": 738,
+            "errors": rng.integers(0, 738, n),
+        }
+    )
+    block["error"] = block["errors"] / block["n_test"]
+    block["separable"] = rng.random(n) < 0.3
+    block["trajectories"] = rng.integers(0, 5, n)
+    tiny = rng.random(n) * 10.0 ** rng.integers(-30, 30, n)  # exponent notation both ways
+    cases = [
+        block,
+        block.assign(error=tiny),
+        block.iloc[:0],
+        block.assign(error=np.where(block["split"] == 7, np.nan, block["error"])),
+        block.assign(error=np.where(block["split"] == 7, -0.0, block["error"])),
+        block.assign(error=np.where(block["split"] == 7, np.inf, block["error"])),
+        block.assign(model=np.where(block["split"] == 3, 'a "quoted", name', block["model"])),
+        block.assign(model=np.where(block["split"] == 3, "", block["model"])),
+        block.assign(model=np.where(block["split"] == 3, None, block["model"])),
+        block.rename(columns={"m": "m,size"}),
+        block.assign(n_test=block["n_test"].astype(np.int32), errors=block["errors"] * 1.0),
+    ]
+    for frame in cases:
+        assert csv_text(frame) == _to_csv(frame)
+    assert csvtext._fields(block) is not None  # the engine's blocks take the fast path
+
+
+def test_the_results_are_fsynced_and_the_checkpoints_are_not(tmp_path, write_toy, toy_config,
+                                                             monkeypatch):  # fmt: skip
+    """A checkpoint only has to survive a kill (the page cache does): a torn one fails its
+    checksum and is recomputed (test_run_integrity). The committed results must survive a
+    power cut: each is fsync'd before its rename."""
+    if not Path("/proc/self/fd").is_dir():
+        pytest.skip("needs Linux /proc to name the files fsync'd")
+    synced: list[str] = []
+    fsync = os.fsync
+
+    def spy(fd: int) -> None:
+        synced.append(Path(os.readlink(f"/proc/self/fd/{fd}")).name)
+        fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", spy)
+    config = write_toy(tmp_path / "cfg", toy_config("sizes: [10, 20]", "block_size: 2"))
+    result = CliRunner().invoke(app, ["run", str(config), "--splits", "4", "--out",
+                                      str(tmp_path / "out"), "-q"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    for name in [*results.OUTPUTS, results.MANIFEST]:
+        assert any(f.startswith(f".{name}.") for f in synced), (name, synced)
+    assert not [f for f in synced if f.startswith(".m0")], synced  # a checkpoint's temp name
+
+
+# --- a short run stays in the run's process -----------------------------------------------------
+
+
+def test_a_short_loky_run_stays_in_process_unless_forced(monkeypatch):
+    monkeypatch.setattr(joblib, "cpu_count", lambda: 4)
+    short, long = backends.IN_PROCESS_BELOW / 2, backends.IN_PROCESS_BELOW * 2
+    assert backends.worker_count(2, 50, cpu_seconds=short) == 1
+    assert backends.worker_count(2, 50, cpu_seconds=long) == 2
+    assert backends.worker_count(2, 50, force=True, cpu_seconds=short) == 2
+    assert backends.worker_count(2, 50, backend="threading", cpu_seconds=short) == 2
+    assert backends.worker_count(8, 3, cpu_seconds=long) == 3
+
+
+def test_a_short_run_with_two_jobs_says_so_and_gives_the_same_bytes(
+    tmp_path, write_toy, toy_config
+):
+    config = write_toy(tmp_path / "cfg", toy_config("sizes: [10, 20]", "block_size: 2"))
+    outputs = {}
+    for jobs in ("1", "2"):
+        out = tmp_path / f"jobs{jobs}"
+        result = CliRunner().invoke(app, ["run", str(config), "--splits", "4", "--jobs", jobs,
+                                          "--out", str(out)])  # fmt: skip
+        assert result.exit_code == 0, result.output
+        outputs[jobs] = {p.name: p.read_bytes() for p in sorted((out / "toy").iterdir())}
+    assert "--jobs 2: using 1 worker(s) (a short run: over sooner than workers start; " \
+        "--force uses them)" in result.stderr  # fmt: skip
+    assert outputs["1"] == outputs["2"]
