@@ -28,5 +28,5 @@ def load(path: str) -> Setup:
     tune_process()  # as a run does: the allocator thresholds the engine is measured with
     config = load_config(path)
     data = prepare(load_data(config), config)
-    models = build_models(config.models, data.layout)
+    models = build_models(config.models, data.layout, n_classes=len(data.class_counts))
     return Setup(config, data, EncodedData.from_prepared(data), models, Protocol.of(config))

@@ -4,7 +4,7 @@
     GENVDIS_MIRROR=../shared/uci python benchmarks/bench_adult.py --against /tmp/genvdis-before \
         [--splits 1000] [--repeat 3] [CONFIG]
 
-Each round runs `genvdis run CONFIG --splits S --jobs 1` (default CONFIG: adult-discrete) once
+Each round runs `genvdis run CONFIG --splits S --jobs J` (defaults: adult-discrete, 1 job) once
 with each code, in fresh processes and fresh output folders, the two alternating so that the
 machine's load drifts over both alike; the other checkout is imported in this one's place
 through PYTHONPATH (same interpreter and libraries). It prints the minimum over the rounds of
@@ -28,13 +28,15 @@ from bench_startup import _genvdis, _wall
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _timed(config: str, splits: int, out: Path, code: Path | None) -> tuple[float, float]:
+def _timed(
+    config: str, splits: int, out: Path, code: Path | None, jobs: int = 1
+) -> tuple[float, float]:
     """`genvdis run` with this checkout's code, or with `code`'s imported in its place."""
     saved = os.environ.get("PYTHONPATH")
     if code is not None:
         os.environ["PYTHONPATH"] = str(code)
     try:
-        return _wall(_genvdis(config, splits, 1, out))
+        return _wall(_genvdis(config, splits, jobs, out))
     finally:
         os.environ.pop("PYTHONPATH", None)
         if saved is not None:
@@ -61,11 +63,13 @@ def _changes(before: Path, after: Path) -> list[str]:
     return lines
 
 
-def main() -> None:
+def main(config: str = "configs/adult-discrete.yaml", splits: int = 1000, jobs: int = 1) -> None:
+    """The comparison; bench_softmax.py runs it with its own defaults."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("config", nargs="?", default="configs/adult-discrete.yaml")
+    parser.add_argument("config", nargs="?", default=config)
     parser.add_argument("--against", type=Path, help="the root of another genvdis checkout")
-    parser.add_argument("--splits", type=int, default=1000, help="splits per m (default 1000)")
+    parser.add_argument("--splits", type=int, default=splits, help=f"per m (default {splits})")
+    parser.add_argument("--jobs", type=int, default=jobs, help=f"workers (default {jobs})")
     parser.add_argument("--repeat", type=int, default=3, help="rounds, min taken (default 3)")
     args = parser.parse_args()
     sides = {"this checkout": None}
@@ -75,13 +79,15 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         scratch = Path(tmp)
         for label, code in sides.items():  # data and numba caches, untimed
-            _timed(args.config, 10, scratch / f"warm-{len(label)}", code)
+            _timed(args.config, 10, scratch / f"warm-{len(label)}", code, args.jobs)
         times: dict[str, list[tuple[float, float]]] = {label: [] for label in sides}
         for n in range(args.repeat):
             for k, (label, code) in enumerate(sides.items()):
-                times[label].append(_timed(args.config, args.splits, scratch / f"{k}-{n}", code))
+                out = scratch / f"{k}-{n}"
+                times[label].append(_timed(args.config, args.splits, out, code, args.jobs))
         best = {label: [min(r[i] for r in runs) for i in (0, 1)] for label, runs in times.items()}
-        print(f"{args.config}, {args.splits} splits per m, --jobs 1, min of {args.repeat} rounds")
+        print(f"{args.config}, {args.splits} splits per m, --jobs {args.jobs}", end=", ")
+        print(f"min of {args.repeat} rounds")
         for label, (wall, cpu) in best.items():
             print(f"  {label:14} wall {wall:7.2f} s  cpu {cpu:7.2f} s")
         if args.against is not None:

@@ -23,7 +23,14 @@ from genvdis.errors import UserError
 from genvdis.models import LDA, LogisticRegression, NaiveBayes
 from genvdis.multiclass import MultiLDA, MultiNaiveBayes, count_errors
 from genvdis.preprocessing import FeatureLayout
-from genvdis.softmax import MultiLogisticRegression, constraint_rows
+from genvdis.softmax import (
+    MultiLogisticRegression,
+    certified,
+    cg_step,
+    constraint_rows,
+    design,
+    newton_softmax,
+)
 
 LEVELS = (3, 4, 2)
 
@@ -215,23 +222,79 @@ def test_separable_toy_set_is_detected_and_an_overlapping_one_is_not():
     assert _lp_margin(X2, y2, 3) < 1e-9
 
 
-def test_separability_decisions_agree_with_the_lp_on_random_sets():
-    """Small sets near the separable boundary (m rows in 3-D, 3 classes): every decision is
-    the independent LP's (margins clear of the 1e-7 threshold on both sides)."""
-    rng = np.random.default_rng(7)
-    model = MultiLogisticRegression(FeatureLayout(3), separable="max_margin")
-    decided = []
+def _near_the_boundary(seed: int = 7) -> list[tuple[np.ndarray, np.ndarray, bool]]:
+    """Small sets near the separable boundary (m rows in 3-D, 3 classes) and whether the
+    independent LP finds them separable (margins clear of the 1e-7 threshold on both sides)."""
+    rng = np.random.default_rng(seed)
+    sets = []
     for _trial in range(40):
         m = int(rng.integers(6, 30))
         X = rng.normal(size=(m, 3))
         y = np.concatenate([np.arange(3), rng.integers(0, 3, m - 3)])
         truth = _lp_margin(X, y, 3)
-        if 1e-9 < truth < 1e-5:
-            continue
-        decided.append((model.fit(X, y).separable_, truth > 1e-7))
-    got, want = zip(*decided, strict=True)
-    assert len(decided) > 30 and 5 < sum(want) < len(want) - 5
-    assert got == want
+        if not 1e-9 < truth < 1e-5:
+            sets.append((X, y, truth > 1e-7))
+    assert len(sets) > 30 and 5 < sum(s[2] for s in sets) < len(sets) - 5
+    return sets
+
+
+def test_separability_decisions_agree_with_the_lp_on_random_sets():
+    """Every decision on sets near the boundary is the independent LP's."""
+    model = MultiLogisticRegression(FeatureLayout(3), separable="max_margin")
+    for X, y, separable in _near_the_boundary():
+        assert model.fit(X, y).separable_ == separable
+
+
+def _ridge_problems(seed: int, S: int, m: int, K: int = 4) -> tuple[np.ndarray, np.ndarray]:
+    """S training sets of m rows in 5-D, K overlapping classes (each present): design rows
+    (S, m, 6) and labels (S, m)."""
+    rng = np.random.default_rng(seed)
+    Z = rng.normal(size=(S * m, 5))
+    y = _softmax_labels(rng, np.column_stack([np.zeros(S * m), 2 * Z[:, : K - 1]]))
+    y[np.arange(0, S * m, m)[:, None] + np.arange(K)] = np.arange(K)
+    return design(Z, np.arange(S * m).reshape(S, m)), y.reshape(S, m)
+
+
+def test_conjugate_gradient_steps_reach_the_exact_steps_ridge_fit():
+    """The ridge fit by Newton with preconditioned-CG steps is the one with factorised
+    Hessians to 1e-10 (both converge to the unique minimiser), over strengths from weak to
+    strong and sets from under- to over-determined."""
+    for seed, m, strength in [(0, 4, 1.0), (1, 30, 1.0), (2, 200, 1.0), (3, 50, 1e-3), (4, 50, 30)]:
+        X, y = _ridge_problems(seed, 5, m)
+        exact = newton_softmax(X, y, 4, strength)[0]
+        cg = newton_softmax(X, y, 4, strength, solver=cg_step)[0]
+        np.testing.assert_allclose(cg, exact, rtol=0, atol=1e-10 * (1 + np.abs(exact).max()))
+
+
+def test_conjugate_gradient_fit_does_not_depend_on_the_batch():
+    """Each problem's CG stops on its own: a split's ridge fit is bit for bit the same fitted
+    alone or among others (so results never depend on the group size or the workers)."""
+    X, y = _ridge_problems(5, 6, 40)
+    together = newton_softmax(X, y, 4, 1.0, solver=cg_step)[0]
+    for s in (0, 3, 5):
+        alone = newton_softmax(X[s : s + 1], y[s : s + 1], 4, 1.0, solver=cg_step)[0]
+        np.testing.assert_array_equal(alone[0], together[s])
+
+
+def test_ridge_rule_decides_separability_as_the_lp_and_keeps_the_likelihood_elsewhere():
+    """separable: ridge fits the ridge first and certifies from it: the decisions are still
+    the independent LP's, also where the ridge fit (small C) misclassifies a training row of
+    a separable set (that path is exercised); non-separable sets get the maximum-likelihood
+    fit, bit for bit max_margin's, and separable ones the ridge fit."""
+    ridge = MultiLogisticRegression(FeatureLayout(3), separable="ridge", C=0.05)
+    plain = MultiLogisticRegression(FeatureLayout(3), separable="max_margin")
+    missed = 0
+    for X, y, separable in _near_the_boundary():
+        fit = ridge.fit(X, y)
+        assert fit.separable_ == separable
+        V = np.concatenate([fit.coef_, fit.intercept_[:, None]], axis=1)[None, 1:]
+        if separable:
+            missed += not certified(design(X, np.arange(len(y))[None]), y[None], 3, V)[0]
+        else:
+            other = plain.fit(X, y)
+            np.testing.assert_array_equal(fit.coef_, other.coef_)
+            np.testing.assert_array_equal(fit.intercept_, other.intercept_)
+    assert missed > 0
 
 
 def test_constraint_rows_give_the_binary_margin_for_two_classes():
