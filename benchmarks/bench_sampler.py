@@ -6,14 +6,15 @@ sampler against an earlier commit's, side by side.
 
 For each config and m (default: every m of the config's grid), the first `--splits` splits'
 separable training sets are sampled as logistic regression samples them
-(`hyperplanes.sample_version_space`, `TRAJECTORIES` trajectories, one BLAS
+(`sampler.sample_version_space`, `TRAJECTORIES` trajectories, one BLAS
 thread), and the stages are timed separately, min of `--repeat`, in ms per split: the QR of
 the constraint rows and B = A Q (O(m r^2)), the Gram matrix G = B B^T (O(m^2 r)) and the
 chains (the whole call, stages included). Issue 17 asked whether, when m > d + 1, working in
 weight space would be faster: the Gram column shows what it could save at most
 (docs/separable.md, "What it costs").
 
-With `--against REV`, genvdis/hyperplanes.py as committed at REV is loaded beside the working
+With `--against REV`, the sampler as committed at REV (genvdis/sampler.py, or
+genvdis/hyperplanes.py before the sampler had its own module) is loaded beside the working
 tree's, and the two samplers run on the same sets, alternately (the machine is shared and
 noisy: min of `--repeat`, interleaved). It prints both times, their ratio and whether the
 draws are bit-identical. With `--panel SPLITS` as well it times instead the engine
@@ -34,7 +35,7 @@ from types import ModuleType
 import numpy as np
 from sampler_mixing import newton_starts
 
-from genvdis import hyperplanes
+from genvdis import hyperplanes, sampler
 from genvdis.engine import run_block
 from genvdis.sections import TRAJECTORIES
 from genvdis.splits import draw_block
@@ -47,12 +48,16 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def committed(rev: str) -> ModuleType:
-    """genvdis/hyperplanes.py as committed at `rev`, imported from a temporary file."""
-    source = subprocess.run(
-        ["git", "show", f"{rev}:genvdis/hyperplanes.py"],
-        cwd=REPO, capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
-    path = Path(tempfile.mkdtemp()) / f"hyperplanes_{rev.replace('~', '_')}.py"
+    """The sampler's module as committed at `rev`, imported from a temporary file."""
+    for name in ("sampler", "hyperplanes"):  # the sampler lived in hyperplanes.py until 0.6.0
+        shown = subprocess.run(
+            ["git", "show", f"{rev}:genvdis/{name}.py"], cwd=REPO, capture_output=True, text=True
+        )
+        if shown.returncode == 0:
+            break
+    shown.check_returncode()
+    source = shown.stdout
+    path = Path(tempfile.mkdtemp()) / f"{name}_{rev.replace('~', '_')}.py"
     path.write_text(source)
     spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
@@ -77,7 +82,7 @@ def stages(A: np.ndarray, start: np.ndarray, keys: np.ndarray, repeat: int) -> l
         B @ np.swapaxes(B, 1, 2)
         times[1].append(time.perf_counter() - began)
         began = time.perf_counter()
-        hyperplanes.sample_version_space(A, start, TRAJECTORIES, keys)
+        sampler.sample_version_space(A, start, TRAJECTORIES, keys)
         times[2].append(time.perf_counter() - began)
     return [best(t, len(A)) for t in times]
 
@@ -105,13 +110,13 @@ def panel(setup: Setup, samplers: list[ModuleType], splits: int, repeat: int) ->
     try:
         for _ in range(repeat):
             for function, seconds in zip(functions, times, strict=True):
-                hyperplanes.sample_version_space = function
+                sampler.sample_version_space = function
                 began = time.perf_counter()
                 for m in setup.config.size_grid:
                     run_block(setup.encoded, setup.models, m, range(splits), setup.protocol)
                 seconds.append(time.perf_counter() - began)
     finally:
-        hyperplanes.sample_version_space = functions[-1]
+        sampler.sample_version_space = functions[-1]
     base, new = min(times[0]), min(times[-1])
     print(f"{setup.config.name:24} {base:8.2f} {new:8.2f} {base / new:6.2f}x", flush=True)
 
@@ -136,7 +141,7 @@ def main() -> None:
     parser.add_argument("--against", metavar="REV", help="time this commit's sampler beside")
     parser.add_argument("--panel", type=int, metavar="SPLITS", help="with --against: whole grids")
     args = parser.parse_args()
-    samplers = [committed(args.against), hyperplanes] if args.against else []
+    samplers = [committed(args.against), sampler] if args.against else []
     if args.against and args.panel:
         print(f"{'panel (whole grid, s)':24} {args.against[:8]:>8} {'now':>8} {'ratio':>7}")
         for path in args.targets:
@@ -156,7 +161,7 @@ def main() -> None:
             if len(A) == 0:
                 continue
             with one_thread():
-                for module in samplers or [hyperplanes]:  # compile, outside the timings
+                for module in samplers or [sampler]:  # compile, outside the timings
                     module.sample_version_space(A[:1], start[:1], 1, keys[:1])
                 if samplers:
                     (base, new), same = side_by_side(samplers, A, start, keys, args.repeat)

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from genvdis import hyperplanes
+from genvdis import hyperplanes, sampler
 from genvdis.engine import run_block
 from genvdis.layouts import Gathered
 from genvdis.logistic import SAMPLER_BYTES, TINY_RIDGE, LogisticRegression
@@ -89,9 +89,7 @@ def chains(A, start, k: int, keys: np.ndarray) -> tuple[np.ndarray, float]:
         part = keys[first : first + chunk]
         rows = np.broadcast_to(A, (len(part), *A.shape)).copy()
         began = time.perf_counter()
-        draws.append(
-            hyperplanes.sample_version_space(rows, np.tile(start, (len(part), 1)), k, part)
-        )
+        draws.append(sampler.sample_version_space(rows, np.tile(start, (len(part), 1)), k, part))
         seconds += time.perf_counter() - began
     return np.vstack(draws), seconds
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from genvdis import hyperplanes, streams
+from genvdis import hyperplanes, sampler, streams
 from genvdis.layouts import Design, Gathered, Sparse
 from genvdis.linear import BatchFit, LinearModel, checked, default
 from genvdis.newton import NewtonFit, newton_logistic
@@ -185,7 +185,7 @@ class LogisticRegression(LinearModel):
             # (each split's draw is its own, so chunks change nothing but memory)
             chunk = max(1, SAMPLER_BYTES // (8 * idx.shape[1] ** 2))
             for part in np.array_split(chosen, -(-chosen.size // chunk)):
-                beta[part] = hyperplanes.sample_version_space(
+                beta[part] = sampler.sample_version_space(
                     rows(part), start[part], self.mcmc_iterations, keys[part]
                 )
         else:

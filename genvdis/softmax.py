@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from genvdis import hyperplanes
+from genvdis import hyperplanes, sampler
 from genvdis.errors import UserError
 from genvdis.linear import BatchFit
 from genvdis.logistic import TINY_RIDGE, LogisticRegression
@@ -321,7 +321,7 @@ class MultiLogisticRegression(MultiModel, LogisticRegression):
             elif chosen.size:  # sample, K = 2: the binary version space, reference-coded
                 rows = hyperplanes.signed_rows(Z[idx[chosen]], yt[chosen])
                 start = np.stack([_binary_start(V[s, 0], solutions[s]) for s in chosen])
-                V[chosen, 0] = hyperplanes.sample_version_space(
+                V[chosen, 0] = sampler.sample_version_space(
                     rows, start, self.mcmc_iterations, keys[chosen]
                 )
         coef = np.concatenate([np.zeros((len(idx), 1, X.shape[2])), V], axis=1)

@@ -17,7 +17,7 @@ import scipy.optimize
 import scipy.stats
 from scipy.optimize import linprog
 
-from genvdis import datasource, engine, hyperplanes, scoring, splits, streams
+from genvdis import datasource, engine, hyperplanes, sampler, scoring, splits, streams
 from genvdis.config import load_config
 from genvdis.models import LogisticRegression, NaiveBayes, build_model
 from genvdis.preprocessing import FeatureLayout, prepare
@@ -231,7 +231,7 @@ def test_chains_from_a_corner_of_the_version_space_reach_the_uniform_law():
     chains = 4000
 
     def pvalue(trajectories: int) -> float:
-        draws = hyperplanes.sample_version_space(
+        draws = sampler.sample_version_space(
             np.broadcast_to(A, (chains, *A.shape)).copy(), np.tile(start, (chains, 1)),
             trajectories, stream_keys(1, 15, range(chains), 1),
         )  # fmt: skip
@@ -394,7 +394,7 @@ def _plain_chain(B, G, w, key: int, iterations: int) -> list[float]:
     state = np.array([key], dtype=np.uint64)
     duration = math.pi / 2
     for iteration in range(iterations):
-        budget = hyperplanes.WARMUP_BOUNCES * (1 if iteration == 0 else 20)
+        budget = sampler.WARMUP_BOUNCES * (1 if iteration == 0 else 20)
         p = [float(streams.next_normal(state)) for _ in w]
         proposal, travelled = _plain_trajectory(B, G, w, p, duration, budget)
         if iteration == 0 and travelled > 0:
@@ -425,9 +425,9 @@ def test_the_chains_are_the_plain_algorithms_bit_for_bit(problem):
     G = B @ B.T
     w0 = Q.T @ z0 * np.sqrt(B.shape[1]) / np.linalg.norm(Q.T @ z0)
     keys = stream_keys(3, len(A), range(6), 1)
-    W, _, _ = hyperplanes._chains(
+    W, _, _ = sampler._chains(
         B[None].repeat(6, 0), np.ascontiguousarray(B.T)[None].repeat(6, 0), G[None].repeat(6, 0),
-        w0[None].repeat(6, 0), keys, 8, hyperplanes.WARMUP_BOUNCES, A.shape[1],
+        w0[None].repeat(6, 0), keys, 8, sampler.WARMUP_BOUNCES, A.shape[1],
     )  # fmt: skip
     for s, key in enumerate(keys):
         plain = _plain_chain(B.tolist(), G.tolist(), w0.tolist(), int(key), 8)
@@ -447,7 +447,7 @@ def test_the_first_wall_is_the_first_of_the_smallest_keys():
             for i, x in enumerate(key):
                 if x < best:
                     best, expected = x, i
-            assert hyperplanes._least(key) == expected
+            assert sampler._least(key) == expected
 
 
 def test_the_first_wall_is_found_as_one_wall_at_a_time_finds_it():
@@ -462,9 +462,9 @@ def test_the_first_wall_is_found_as_one_wall_at_a_time_finds_it():
             c, v = rng.choice(pool, size=size), rng.choice(pool, size=size) - 0.25
             last = int(rng.integers(-1, size))
             key = np.empty(size)
-            behind = hyperplanes._ratios(c, v, key)
+            behind = sampler._ratios(c, v, key)
             if last >= 0:
                 behind -= not c[last] > 0.0
                 key[last] = np.inf
-            first, j = hyperplanes._first_wall(c, v, key, last, behind)
+            first, j = sampler._first_wall(c, v, key, last, behind)
             assert (first, j) == _plain_first_wall(c.tolist(), v.tolist(), last)

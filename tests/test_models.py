@@ -17,7 +17,7 @@ from sklearn.discriminant_analysis import LinearDiscriminantAnalysis as SkLDA
 from sklearn.linear_model import LogisticRegression as SkLR
 from sklearn.naive_bayes import CategoricalNB
 
-from genvdis import hyperplanes
+from genvdis import hyperplanes, sampler
 from genvdis.config import parse_config
 from genvdis.models import LDA, BatchFit, LogisticRegression, NaiveBayes, build_model
 from genvdis.preprocessing import FeatureLayout
@@ -511,7 +511,7 @@ def test_sampler_with_a_short_warm_up_still_targets_the_uniform_law():
     chains = 4000
     separable, start = hyperplanes.max_margin(A)
     assert separable
-    draws = hyperplanes.sample_version_space(
+    draws = sampler.sample_version_space(
         np.broadcast_to(A, (chains, *A.shape)).copy(),
         np.tile(start, (chains, 1)),
         iterations=12,

@@ -1,0 +1,251 @@
+"""Separating hyperplanes drawn at random, uniformly, from a version space.
+
+The version space of a separable training set is V = {z : A z > 0, ||z|| <= 1} (rows
+a_i = s_i (x_i, 1), `hyperplanes.signed_rows`). A classifier depends only on the direction of
+z, and the uniform law on V has the direction uniform (in solid angle) over the cone
+{A z > 0}. The sampler uses two facts to be fast and exact in law:
+- a standard normal vector conditioned on the cone {A z > 0} has that same direction law
+  (the normal is rotation invariant and the cone is scale invariant);
+- the constraints only see the part of z in the row space of A (rank r <= m). So z = Q w + v,
+  with Q an orthonormal basis of the row space, w ~ N(0, I_r) truncated to {A Q w > 0}, and
+  v ~ N(0, I) projected on the orthogonal complement, independent and drawn exactly.
+w is drawn by exact Hamiltonian Monte Carlo for the truncated normal (each iteration: an
+exactly solved Hamiltonian trajectory that bounces off the walls), which costs O(m) per bounce
+instead of O(m d). Finally the radius is drawn as U^(1/d), so the returned point is uniform on
+V itself (docs/separable.md).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from genvdis import streams
+
+# The per-wall loops divide by c_i <= 0 on purpose (the result is never read): numpy's error
+# model lets them do so without a check, which is what lets them vectorise.
+_walls_jit = numba.njit(cache=True, nogil=True, error_model="numpy")
+
+
+@streams.jit
+def _values(Bt: np.ndarray, x: np.ndarray, out: np.ndarray) -> None:
+    """out = B x, from B transposed (r, m): each wall's sum runs over k in order, as a loop
+    over B's rows would (the same bits), but the walls are summed side by side, which
+    vectorises."""
+    r, m = Bt.shape
+    out[:] = 0.0
+    for k in range(r):
+        xk = x[k]
+        for i in range(m):
+            out[i] += Bt[k, i] * xk
+
+
+@_walls_jit
+def _ratios(c: np.ndarray, v: np.ndarray, key: np.ndarray) -> int:
+    """key_i = v_i / c_i for the walls in front (c_i > 0), inf for the others; returns how many
+    others there are (walls reached or crossed through rounding)."""
+    behind = 0
+    for i in range(c.size):
+        ahead = c[i] > 0.0
+        key[i] = v[i] / c[i] if ahead else np.inf
+        behind += not ahead
+    return behind
+
+
+@_walls_jit
+def _turn(
+    c: np.ndarray, v: np.ndarray, key: np.ndarray, cos: float, sin: float, scale: float,
+    g: np.ndarray,
+) -> int:  # fmt: skip
+    """Every wall's (c_i, v_i) rotated by the time travelled, v_i reflected off the wall just
+    hit (v_i -= scale G_ji), and the scan's keys as in `_ratios`: one pass that vectorises,
+    with each value rounded as the step-by-step formulas round it."""
+    behind = 0
+    for i in range(c.size):
+        ci, vi = c[i], v[i]
+        cn = ci * cos + vi * sin
+        vn = (vi * cos - ci * sin) - scale * g[i]
+        c[i], v[i] = cn, vn
+        ahead = cn > 0.0
+        key[i] = vn / cn if ahead else np.inf
+        behind += not ahead
+    return behind
+
+
+@streams.jit
+def _least(key: np.ndarray) -> int:
+    """The first index of the smallest key (-1 if none is below inf), with four running minima
+    side by side: each keeps its first smallest, so ties go to the lowest index as in a plain
+    scan, which compares one key at a time and is four times slower."""
+    b0 = b1 = b2 = b3 = np.inf
+    j0 = j1 = j2 = j3 = -1
+    n = key.size - key.size % 4
+    for i in range(0, n, 4):
+        x0, x1, x2, x3 = key[i], key[i + 1], key[i + 2], key[i + 3]
+        if x0 < b0:
+            b0, j0 = x0, i
+        if x1 < b1:
+            b1, j1 = x1, i + 1
+        if x2 < b2:
+            b2, j2 = x2, i + 2
+        if x3 < b3:
+            b3, j3 = x3, i + 3
+    for i in range(n, key.size):  # later than every index above
+        if key[i] < b0:
+            b0, j0 = key[i], i
+    best, j = b0, j0
+    for b, k in ((b1, j1), (b2, j2), (b3, j3)):
+        if b < best or (b == best and k < j):
+            best, j = b, k
+    return j if best < np.inf else -1
+
+
+@streams.jit
+def _first_wall(
+    c: np.ndarray, v: np.ndarray, key: np.ndarray, last: int, behind: int
+) -> tuple[float, int]:
+    """The time to the first wall met and its index (inf, -1 for none), skipping `last`, the
+    wall the particle stands on (its key is inf). Wall i is met at t_i = atan2(v_i, c_i) + pi/2;
+    in front of it (c_i > 0) that is increasing in the key v_i / c_i, so one arctan serves all
+    of those; the `behind` others (rare) take the general formula."""
+    best_time, j_time = np.inf, -1
+    if behind > 0:
+        for i in range(c.size):
+            if i != last and not c[i] > 0.0:
+                t = np.arctan2(v[i], c[i]) + np.pi / 2
+                if t < best_time:
+                    best_time, j_time = t, i
+    first, j = best_time, j_time
+    j_key = _least(key)
+    if j_key >= 0:
+        t = np.arctan(key[j_key]) + np.pi / 2
+        if t < first:
+            first, j = t, j_key
+    return first, j
+
+
+@streams.jit
+def _trajectory(
+    B: np.ndarray, G: np.ndarray, w: np.ndarray, p: np.ndarray, c: np.ndarray, v: np.ndarray,
+    key: np.ndarray, duration: float, max_bounces: int,
+) -> float:  # fmt: skip
+    """One exact HMC trajectory for N(0, I) truncated to {B w > 0}: moves w and p in place for
+    time `duration`, or until `max_bounces` walls; returns the time travelled. On entry c = B w
+    and v = B p (the wall values); they are left stale.
+
+    Under the Gaussian's Hamiltonian a particle moves on w cos t + p sin t, so the time it
+    meets each wall has a closed form; at the first wall the momentum is reflected
+    (Pakman & Paninski, 2014). The wall values are tracked through the Gram matrix G = B B^T,
+    so a bounce costs O(m) rather than O(m r).
+    """
+    r = B.shape[1]
+    behind = _ratios(c, v, key)
+    remaining = duration
+    last = -1
+    for _ in range(max_bounces):
+        first, j = _first_wall(c, v, key, last, behind)
+        hit = first < remaining
+        tt = first if hit else remaining
+        cos, sin = np.cos(tt), np.sin(tt)
+        for k in range(r):
+            wk = w[k]
+            w[k] = wk * cos + p[k] * sin
+            p[k] = p[k] * cos - wk * sin
+        remaining -= tt
+        if not hit:
+            break
+        scale = 2.0 * (v[j] * cos - c[j] * sin) / G[j, j]
+        for k in range(r):
+            p[k] -= scale * B[j, k]
+        behind = _turn(c, v, key, cos, sin, scale, G[j])
+        behind -= not c[j] > 0.0  # the wall just hit is skipped next, not counted
+        c[j] = abs(c[j])
+        key[j] = np.inf
+        last = j
+    return duration - remaining
+
+
+@streams.jit
+def _chains(
+    B: np.ndarray, Bt: np.ndarray, G: np.ndarray, w0: np.ndarray, keys: np.ndarray,
+    iterations: int, warmup_bounces: int, d: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+    """Each problem's chain from w0[s], with its own stream: the final w (S, r), then d
+    normals (S, d) and a uniform (S,) for the parts of the draw outside the row space.
+    The feasibility check of a trajectory's end computes B w there for every wall; where the
+    move is accepted those are the next trajectory's starting wall values."""
+    S, m, r = B.shape
+    W = np.empty((S, r))
+    V = np.empty((S, d))
+    U = np.empty(S)
+    state = np.empty(1, dtype=np.uint64)
+    w, proposal, p = np.empty(r), np.empty(r), np.empty(r)
+    here, ahead = np.empty(m), np.empty(m)
+    c, v, key = np.empty(m), np.empty(m), np.empty(m)
+    for s in range(S):
+        state[0] = keys[s]
+        w[:] = w0[s]
+        _values(Bt[s], w, here)
+        duration = np.pi / 2
+        for iteration in range(iterations):
+            budget = warmup_bounces if iteration == 0 else 20 * warmup_bounces
+            proposal[:] = w
+            for k in range(r):
+                p[k] = streams.next_normal(state)
+            c[:] = here
+            _values(Bt[s], p, v)
+            travelled = _trajectory(B[s], G[s], proposal, p, c, v, key, duration, budget)
+            if iteration == 0 and travelled > 0:
+                duration = travelled
+            _values(Bt[s], proposal, ahead)
+            feasible = True
+            for i in range(m):
+                if not ahead[i] > 0.0:
+                    feasible = False
+                    break
+            if feasible:
+                w[:] = proposal
+                here[:] = ahead
+        W[s] = w
+        for k in range(d):
+            V[s, k] = streams.next_normal(state)
+        U[s] = streams.next_uniform(state)
+    return W, V, U
+
+
+WARMUP_BOUNCES = 200
+
+
+def sample_version_space(
+    A: np.ndarray,
+    z0: np.ndarray,
+    iterations: int,
+    keys: np.ndarray,
+    warmup_bounces: int = WARMUP_BOUNCES,
+) -> np.ndarray:
+    """One draw per problem from the uniform law on {A_s z > 0, ||z|| <= 1}, batched.
+
+    A: (S, m, d) constraint rows, z0: (S, d) strictly feasible starts (any scale), keys: one
+    random stream per problem (`streams`), so a problem's draw does not depend on which others
+    share its batch. `iterations` trajectories are run from z0 (docs/separable.md). The first,
+    a warm-up, lasts pi/2 or `warmup_bounces` walls, whichever comes first; the time it reached
+    becomes the problem's fixed trajectory duration from then on, so that a very thin version
+    space (where the particle meets a wall at every turn) costs about `warmup_bounces` bounces
+    per trajectory instead of millions. With a fixed duration each later trajectory is an exact
+    HMC move, which leaves the target law invariant. A trajectory that ends off the cone through
+    rounding is rejected, so every draw separates.
+    """
+    S, m, d = A.shape
+    Q, _ = np.linalg.qr(np.swapaxes(A, 1, 2))  # (S, d, r): a basis of each row space
+    r = Q.shape[2]
+    B = np.ascontiguousarray(A @ Q)
+    G = B @ np.swapaxes(B, 1, 2)
+    Bt = np.ascontiguousarray(np.swapaxes(B, 1, 2))
+    w = np.einsum("sdr,sd->sr", Q, z0)
+    w *= np.sqrt(r) / np.linalg.norm(w, axis=1, keepdims=True)  # the typical radius
+    keys = np.asarray(keys, dtype=np.uint64)
+    w, v, u = _chains(B, Bt, G, w, keys, int(iterations), int(warmup_bounces), d)
+    v -= np.einsum("sdr,sr->sd", Q, np.einsum("sdr,sd->sr", Q, v))
+    z = np.einsum("sdr,sr->sd", Q, w) + (v if d > r else 0.0)
+    radius = u[:, None] ** (1.0 / d)
+    return radius * z / np.linalg.norm(z, axis=1, keepdims=True)
