@@ -159,6 +159,31 @@ def gathered_step(XT, problems, t, eta, e, beta, penalty):
 
 
 @jit
+def dense_csr(X, ones):
+    """The CSR arrays (indptr, indices, values; int64 indices) of X (n, d), with a last column
+    of ones if `ones`: scipy's `csr_array` of it, nonzeros row by row, columns ascending, in
+    one pass each to count and to copy (no (n, d + 1) copy of X, no scipy)."""
+    n, d = X.shape
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    for r in range(n):
+        count = 1 if ones else 0
+        for j in range(d):
+            if X[r, j] != 0.0:
+                count += 1
+        indptr[r + 1] = indptr[r] + count
+    indices, values = np.empty(indptr[n], dtype=np.int64), np.empty(indptr[n])
+    for r in range(n):
+        at = indptr[r]
+        for j in range(d):
+            if X[r, j] != 0.0:
+                indices[at], values[at] = j, X[r, j]
+                at += 1
+        if ones:
+            indices[at], values[at] = d, 1.0
+    return indptr, indices, values
+
+
+@jit
 def stack_rows(indptr, indices, values, idx):
     """The CSR arrays of the rows idx (S, m) of a CSR matrix, stacked in that order: problem
     s's rows become rows s m to (s + 1) m - 1, held one after the other."""
