@@ -53,6 +53,33 @@ def sum_nll(minus_abs: np.ndarray, linear: np.ndarray) -> tuple[np.ndarray, np.n
     return linear.sum(axis=1) + np.log(1.0 + e).sum(axis=1), e
 
 
+LAMBERT_ITERATIONS = 12  # Newton's method in `log_lambert`: at rounding from its start by then
+
+
+@jit
+def log_lambert(a: float) -> float:
+    """u with u + log u = a (u = W(e^a), Lambert's W): where an exponential decay meets a
+    linear growth (`quasi_start`, `newton._creep`). Newton's method on f(u) = u + log u - a
+    from a (a >= 1) or e^a, right of the root and less than 1 + u above 0 there: f is concave
+    and rising, so every later iterate lies left of the root, positive, and rises to it.
+    Below a = -30, u = e^a to rounding (and e^a may underflow to 0)."""
+    if a < -30.0:
+        return np.exp(a)
+    u = a if a >= 1.0 else np.exp(a)
+    for _ in range(LAMBERT_ITERATIONS):
+        u -= (u + np.log(u) - a) / (1.0 + 1.0 / u)
+    return u
+
+
+@jit
+def log_lamberts(a: np.ndarray) -> np.ndarray:
+    """`log_lambert` of each of a."""
+    out = np.empty(a.size)
+    for k in range(a.size):
+        out[k] = log_lambert(a[k])
+    return out
+
+
 @vector_jit
 def separates(eta, t):
     """Whether each problem's predictor eta (S, n) classifies all its rows (labels t (S, n))

@@ -23,11 +23,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from genvdis.logistic_kernels import log_lambert
 from genvdis.preprocessing import FeatureLayout
 from genvdis.streams import jit
-
-LAMBERT_ITERATIONS = 8  # Newton on t + log t = a from t = a: converged to rounding by then
-
 
 def attribute_groups(layout: FeatureLayout) -> tuple[np.ndarray, np.ndarray, bool]:
     """The first and last-plus-one reference-coded column of each discrete attribute
@@ -41,12 +39,8 @@ def attribute_groups(layout: FeatureLayout) -> tuple[np.ndarray, np.ndarray, boo
 
 @jit
 def _ridge_stop(n: float, lam: float) -> float:
-    """t with t e^t = n / lam (Lambert's W): where n e^-t, the loss's decay, meets lam t."""
-    a = np.log(n / lam)
-    t = a
-    for _ in range(LAMBERT_ITERATIONS):
-        t -= (t + np.log(t) - a) / (1.0 + 1.0 / t)
-    return t
+    """t with t e^t = n / lam: where n e^-t, the loss's decay, meets lam t."""
+    return log_lambert(np.log(n / lam))
 
 
 @jit
