@@ -78,9 +78,7 @@ def newton_logistic(
     size = design.problems
     if isinstance(design, Gathered):
         size = group_size(design.m, design.width)
-    rules = StopRules(
-        max_iter, tol, stop_if_separating, stop_unseparated_after, exponential_creep
-    )
+    rules = StopRules(max_iter, tol, stop_if_separating, stop_unseparated_after, exponential_creep)
     if design.problems <= size:
         return _newton_group(design, penalty, rules, start)
     fits = [

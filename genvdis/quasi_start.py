@@ -27,6 +27,7 @@ from genvdis.logistic_kernels import log_lambert
 from genvdis.preprocessing import FeatureLayout
 from genvdis.streams import jit
 
+
 def attribute_groups(layout: FeatureLayout) -> tuple[np.ndarray, np.ndarray, bool]:
     """The first and last-plus-one reference-coded column of each discrete attribute
     (continuous columns come first and belong to none), and whether the coding dropped a

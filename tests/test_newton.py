@@ -163,8 +163,9 @@ def test_eliminating_only_coupled_unknowns_is_the_full_elimination():
 def test_adult_discrete_fits_are_the_likelihoods_minima(mirror_env):
     """A regression test: adult (discrete) at m = 2000, split 80 was left far from its
     minimum (gradient 48, loss 941 against 686) after 100 iterations started from a fit on
-    200 of its rows. Sparse designs start from 0: every fit of splits 75-84 zeroes the
-    penalised likelihood's gradient."""
+    200 of its rows. Sparse designs start from their pure levels (`quasi_start`) and creep by
+    the exponential model: every fit of splits 75-84 zeroes the penalised likelihood's
+    gradient."""
     config = load_config(REPO / "configs" / "adult-discrete.yaml")
     data = prepare(engine.load_data(config), config)
     encoded = engine.EncodedData.from_prepared(data)
