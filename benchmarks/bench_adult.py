@@ -2,7 +2,7 @@
 
     git worktree add /tmp/genvdis-before a2fe8d4
     GENVDIS_MIRROR=../shared/uci python benchmarks/bench_adult.py --against /tmp/genvdis-before \
-        [--splits 1000] [--repeat 3] [CONFIG]
+        [--splits 1000] [--repeat 3] [--iterations] [CONFIG]
 
 Each round runs `genvdis run CONFIG --splits S --jobs J` (defaults: adult-discrete, 1 job) once
 with each code, in fresh processes and fresh output folders, the two alternating so that the
@@ -12,13 +12,20 @@ the wall and CPU seconds (CPU is steadier when other work shares the machine), t
 and then what changed in errors.csv: for each model and m whose errors differ, the splits
 that changed and the shift of the mean error in standard errors of the mean. Without
 --against it times this checkout alone.
+
+With --iterations it times nothing: it prints, for each m, the Newton iterations a split of
+the logistic-regression fits (separable splits' refits included) of each checkout, counted
+in a fresh process per checkout on the same splits.
 """
 
 from __future__ import annotations
 
 import argparse
 import filecmp
+import json
 import os
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -43,6 +50,53 @@ def _timed(
             os.environ["PYTHONPATH"] = saved
 
 
+def _count_iterations(config: str, splits: int) -> dict[int, float]:
+    """Newton iterations a split per m of the config's logistic regression, with the genvdis
+    this process imports (run in a child process: see `_iterations`)."""
+    from genvdis import newton
+    from genvdis import splits as drawing
+    from genvdis.logistic import LogisticRegression
+
+    from _setup import load
+
+    setup = load(config)
+    model = next(m for m in setup.models if isinstance(m, LogisticRegression))
+    counted, count = newton._newton_update, [0]
+
+    def counting(active, penalty):
+        count[0] += active.coef.shape[0]
+        return counted(active, penalty)
+
+    newton._newton_update = counting
+    out = {}
+    for m in setup.config.size_grid:
+        idx = drawing.draw_training_block(
+            setup.encoded.y, m, setup.protocol.seed, range(splits), setup.protocol.policy
+        )
+        count[0] = 0
+        model.fit_batch(setup.encoded.reference, setup.encoded.y, idx)
+        out[m] = count[0] / splits
+    return out
+
+
+def _iterations(config: str, splits: int, code: Path | None) -> dict[int, float]:
+    """`_count_iterations` in a child process that imports `code`'s genvdis (or this one's)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(code)] * (code is not None) + [str(ROOT / "benchmarks")]
+    ))  # fmt: skip
+    child = [sys.executable, __file__, config, "--splits", str(splits), "--count-iterations"]
+    answer = subprocess.run(child, env=env, check=True, capture_output=True, text=True)
+    return {int(m): n for m, n in json.loads(answer.stdout.splitlines()[-1]).items()}
+
+
+def _print_iterations(config: str, splits: int, sides: dict[str, Path | None]) -> None:
+    counts = {label: _iterations(config, splits, code) for label, code in sides.items()}
+    print(f"{config}: Newton iterations a split, {splits} splits per m")
+    print("      m  " + "  ".join(f"{label:>14}" for label in counts))
+    for m in next(iter(counts.values())):
+        print(f"  {m:5}  " + "  ".join(f"{c[m]:14.2f}" for c in counts.values()))
+
+
 def _changes(before: Path, after: Path) -> list[str]:
     """Lines saying, per model and m, how many splits' errors changed and by how many
     standard errors of the mean the mean error moved."""
@@ -55,10 +109,11 @@ def _changes(before: Path, after: Path) -> list[str]:
             continue
         sem = group["error_before"].std(ddof=1) / len(group) ** 0.5
         shift = group["error_after"].mean() - group["error_before"].mean()
+        most = int((group["errors_after"] - group["errors_before"]).abs().max())
         lines.append(
-            f"  {model:20} m = {m:5}  {changed:4} splits changed  mean "
+            f"  {model:20} m = {m:5}  {changed:4} splits changed (by <= {most} errors)  mean "
             f"{group['error_before'].mean():.5f} -> {group['error_after'].mean():.5f}"
-            f"  ({shift / sem:+.2f} SE)"
+            f"  ({shift / sem:+.3f} SE)"
         )
     return lines
 
@@ -71,10 +126,18 @@ def main(config: str = "configs/adult-discrete.yaml", splits: int = 1000, jobs: 
     parser.add_argument("--splits", type=int, default=splits, help=f"per m (default {splits})")
     parser.add_argument("--jobs", type=int, default=jobs, help=f"workers (default {jobs})")
     parser.add_argument("--repeat", type=int, default=3, help="rounds, min taken (default 3)")
+    parser.add_argument("--iterations", action="store_true", help="count Newton's iterations")
+    parser.add_argument("--count-iterations", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.count_iterations:  # the child process of `_iterations`
+        print(json.dumps(_count_iterations(args.config, args.splits)))
+        return
     sides = {"this checkout": None}
     if args.against is not None:
         sides["--against"] = args.against.resolve()
+    if args.iterations:
+        _print_iterations(args.config, args.splits, sides)
+        return
     name = Path(args.config).stem
     with tempfile.TemporaryDirectory() as tmp:
         scratch = Path(tmp)

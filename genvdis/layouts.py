@@ -24,13 +24,14 @@ from typing import Protocol
 import numpy as np
 
 from genvdis.logistic_kernels import (
+    dense_csr,
     gathered_predictor,
     gathered_residuals,
     gathered_step,
-    newton_direction,
     nll_terms,
     pseudo_inverse_steps,
     shifted_terms,
+    sparse_directions,
     sparse_gradient,
     sparse_hessian,
     sparse_predictor,
@@ -94,25 +95,20 @@ class Design(Protocol):
 
 
 class _Products:
-    """`Design`'s methods from three products, `predictor`, `gradient` (X^T r) and `hessian`
-    (X^T W X), with `labels`. `Gathered` has no `gradient` or `hessian`: it overrides the two
-    methods that use them with compiled kernels."""
-
-    def derivatives(self, eta: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The log-likelihood's gradient X^T (t - p) and the Hessian X^T W X of its negative,
-        at linear predictors eta with e = exp(-|eta|)."""
-        p = np.where(eta >= 0, 1.0, e) / (1.0 + e)
-        residual, w = self.labels() - p, p * (1.0 - p)
-        return self.gradient(residual), self.hessian(w)
+    """`Design`'s methods from three products, `predictor`, `gradient` (X^T r) and
+    `directions` (Newton's steps, from X^T W X), with `labels`. `Gathered` has no `gradient`
+    or `directions`: it overrides the two methods that use them with compiled kernels."""
 
     def newton_step(
         self, eta: np.ndarray, e: np.ndarray, beta: np.ndarray, penalty: np.ndarray
     ) -> tuple[np.ndarray, ...]:
         """From iterates beta (S, d) with linear predictors eta (e = exp(-|eta|)): the penalised
-        log-likelihood's gradient g, the Newton step H^-1 g, and what `advance` gives for it."""
-        score, hess = self.derivatives(eta, e)
-        grad = score - penalty * beta
-        delta = newton_direction(hess + np.diag(penalty), grad)
+        log-likelihood's gradient g, the Newton step H^-1 g (H = X^T W X + diag(penalty), W the
+        weights p (1 - p)), and what `advance` gives for it."""
+        p = np.where(eta >= 0, 1.0, e) / (1.0 + e)
+        residual, w = self.labels() - p, p * (1.0 - p)
+        grad = self.gradient(residual) - penalty * beta
+        delta = self.directions(w, penalty, grad)
         return (grad, delta, *self.advance(eta, delta))
 
     def residual_sums(
@@ -217,8 +213,10 @@ class Sparse(_Products):
     values, column indices ascending in each row); labels t[s] (m,)."""
 
     def __init__(self, csr: tuple[np.ndarray, np.ndarray, np.ndarray], d: int,
-                 idx: np.ndarray, t: np.ndarray) -> None:  # fmt: skip
+                 idx: np.ndarray, t: np.ndarray, unit: bool | None = None) -> None:  # fmt: skip
         self.csr, self.d, self.idx, self.t = csr, d, idx, t
+        # every value 1 (one-hot data): the Hessian skips multiplying by them
+        self.unit = bool((csr[2] == 1.0).all()) if unit is None else unit
 
     @classmethod
     def gather(cls, csr: tuple[np.ndarray, np.ndarray, np.ndarray], d: int,
@@ -232,13 +230,11 @@ class Sparse(_Products):
         return cls(stack_rows(*csr, idx), d, np.arange(S * m).reshape(S, m), t)
 
     @staticmethod
-    def from_dense(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The CSR arrays of a dense X (n, d): scipy's, as int64 for the compiled loops.
-        scipy.sparse is imported here, by the sparse-data runs that need it only."""
-        from scipy.sparse import csr_array
-
-        csr = csr_array(X)
-        return csr.indptr.astype(np.int64), csr.indices.astype(np.int64), csr.data
+    def from_dense(X: np.ndarray, ones: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The CSR arrays of a dense X (n, d), with a last column of ones if `ones`: those of
+        scipy's `csr_array`, int64 for the compiled loops, built by one compiled pass
+        (`logistic_kernels.dense_csr`): scipy took ~30 ms for adult, once a block."""
+        return dense_csr(np.ascontiguousarray(X, dtype=float), ones)
 
     @property
     def problems(self) -> int:
@@ -249,7 +245,7 @@ class Sparse(_Products):
         return self.d
 
     def take(self, which: np.ndarray | slice) -> Sparse:
-        return Sparse(self.csr, self.d, self.idx[which], self.t[which])
+        return Sparse(self.csr, self.d, self.idx[which], self.t[which], self.unit)
 
     def labels(self, which: np.ndarray | None = None) -> np.ndarray:
         return self.t if which is None else self.t[which]
@@ -262,7 +258,21 @@ class Sparse(_Products):
         return sparse_gradient(*self.csr, idx, np.ascontiguousarray(residual), self.d)
 
     def hessian(self, w: np.ndarray) -> np.ndarray:
-        return sparse_hessian(*self.csr, self.idx, np.ascontiguousarray(w), self.d)
+        return sparse_hessian(*self.csr, self.idx, np.ascontiguousarray(w), self.d, self.unit)
+
+    def directions(self, w: np.ndarray, penalty: np.ndarray, grad: np.ndarray) -> np.ndarray:
+        """Newton's steps H^-1 grad, H = X^T diag(w) X + diag(penalty), each built and solved
+        in one buffer (`logistic_kernels.sparse_directions`); the pseudo-inverse's where H is
+        numerically singular."""
+        w = np.ascontiguousarray(w)
+        delta, singular = sparse_directions(
+            *self.csr, self.idx, w, penalty, np.ascontiguousarray(grad), self.unit
+        )
+        if singular.any():
+            at = np.flatnonzero(singular)
+            hess = self.take(at).hessian(w[at]) + np.diag(penalty)
+            delta[at] = pseudo_inverse_steps(hess, grad[at])
+        return delta
 
 
 def along(

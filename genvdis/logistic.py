@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from genvdis import hyperplanes, sampler, streams
+from genvdis import hyperplanes, quasi_start, sampler, streams
 from genvdis.layouts import Design, Gathered, Sparse
 from genvdis.linear import BatchFit, LinearModel, checked, default
 from genvdis.newton import NewtonFit, newton_logistic
@@ -98,12 +98,14 @@ class LogisticRegression(LinearModel):
     def _newton(
         self, design: Design, strength: float, stop: bool = False,
         start: np.ndarray | None = None, max_iter: int | None = None, tol: float | None = None,
-        stop_unseparated_after: int | None = None,
+        stop_unseparated_after: int | None = None, exponential_creep: bool = False,
     ) -> NewtonFit:  # fmt: skip
         penalty = np.full(design.width, strength)
         penalty[-1] = 0.0
         max_iter, tol = max_iter or self.max_iter, tol or self.tol
-        return newton_logistic(design, penalty, max_iter, tol, stop, start, stop_unseparated_after)
+        return newton_logistic(
+            design, penalty, max_iter, tol, stop, start, stop_unseparated_after, exponential_creep
+        )
 
     def _warm_start(
         self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, shared: _Shared
@@ -119,13 +121,17 @@ class LogisticRegression(LinearModel):
         it runs on every split of the batch at once (`newton_logistic` groups gathered designs
         itself).
 
-        Sparse (wide one-hot) designs start from 0 instead: there a subsample's fit puts large
-        weights on attribute values seen in one class of the subsample only, and from those
-        saturated rows Newton's steps are huge and mostly halved away. On adult (discrete) at
-        m = 500-3000 the warm start cost 22-25 iterations a split against 16-17 from 0, and
-        left one of 100 splits at m = 2000 unconverged after 100 (docs/scaling.md)."""
+        Sparse (wide one-hot) designs do not: there a subsample's fit puts large weights on
+        attribute values seen in one class of the subsample only, and from those saturated
+        rows Newton's steps are huge and mostly halved away (on adult (discrete) at
+        m = 500-3000, 22-25 iterations a split against 16-17 from 0, and one of 100 splits at
+        m = 2000 left unconverged after 100; docs/scaling.md). They start instead where the
+        ridge stops the weights of attribute values seen in one class of the whole training
+        set (`quasi_start`), or from 0 where there is none."""
         m = idx.shape[1]
-        if m < 2 * WARM_ROWS or shared.sparse is not None:
+        if shared.sparse is not None:
+            return self._pure_level_start(Z, y, idx, shared)
+        if m < 2 * WARM_ROWS:
             return None
         sub = idx[:, :: m // WARM_ROWS]
         fit = self._newton(
@@ -137,12 +143,25 @@ class LogisticRegression(LinearModel):
         )
         return fit.beta
 
+    def _pure_level_start(
+        self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, shared: _Shared
+    ) -> np.ndarray | None:
+        """`quasi_start.pure_level_start` for one-hot data coded as the layout says; None
+        where no training set has a pure level (or Z is not the layout's coding)."""
+        groups = quasi_start.attribute_groups(self.layout)
+        if Z.shape[1] != (groups[1][-1] if groups[1].size else self.layout.n_continuous):
+            return None
+        start = quasi_start.pure_level_start(
+            shared.sparse, idx, y[idx], groups, Z.shape[1] + 1, TINY_RIDGE
+        )
+        return start if start.any() else None
+
     def _shared(self, Z: np.ndarray, y: np.ndarray) -> _Shared:
         """The data every group of a batch shares, built once: the sparse CSR of [Z 1] when
         the data are mostly zeros (as wide one-hot codings are; used for all m)."""
-        Z1 = np.column_stack([Z, np.ones(len(y))])
-        if Z1.shape[1] >= SPARSE_MIN_WIDTH and np.count_nonzero(Z1) <= SPARSE_DENSITY * Z1.size:
-            return _Shared(sparse=Sparse.from_dense(Z1))
+        width, nonzero = Z.shape[1] + 1, np.count_nonzero(Z) + len(y)
+        if width >= SPARSE_MIN_WIDTH and nonzero <= SPARSE_DENSITY * width * len(y):
+            return _Shared(sparse=Sparse.from_dense(Z, ones=True))
         return _Shared()
 
     def _fit_group(
@@ -151,7 +170,7 @@ class LogisticRegression(LinearModel):
     ) -> BatchFit:  # fmt: skip
         """Three steps: Newton (stopping early on separating iterates), the separability
         decision (`hyperplanes.decide`), the configured policy where separable."""
-        fit = self._newton(_design(Z, y, idx, shared), TINY_RIDGE, stop=True, start=start)
+        fit = self._first_fit(_design(Z, y, idx, shared), start, shared)
         beta = fit.beta
         separable, start, from_lp = hyperplanes.decide(
             Z, y, idx, beta, fit.separating, fit.margin_bound
@@ -162,6 +181,24 @@ class LogisticRegression(LinearModel):
         if self.separable == "sample":
             trajectories[chosen] = self.mcmc_iterations
         return BatchFit(beta[:, :-1], beta[:, -1], separable, trajectories)
+
+    def _first_fit(self, design: Design, start: np.ndarray | None, shared: _Shared) -> NewtonFit:
+        """Newton from `start`, stopping on separating iterates. Sparse designs start from their
+        pure levels (`quasi_start`) and creep by `newton._exponential_length`: on adult
+        (discrete) 0.5-0.75 times the iterations at m >= 50, to the same minima. Their
+        problems that turn out separable are fitted again from 0 with the plain creep: the
+        separating iterate a fit stops at is where the sampler starts, and so it is the one it
+        always was (the start and the creep are for the minimum, which a separable set's
+        likelihood lacks)."""
+        if shared.sparse is None:
+            return self._newton(design, TINY_RIDGE, stop=True, start=start)
+        fit = self._newton(design, TINY_RIDGE, stop=True, start=start, exponential_creep=True)
+        again = np.flatnonzero(fit.separating)
+        if again.size:
+            refit = self._newton(design.take(again), TINY_RIDGE, stop=True)
+            fit.beta[again], fit.separating[again] = refit.beta, refit.separating
+            fit.margin_bound[again] = refit.margin_bound
+        return fit
 
     def _apply_policy(
         self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray,

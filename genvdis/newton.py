@@ -14,13 +14,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from genvdis.layouts import Design, Gathered, along, group_size
-from genvdis.logistic_kernels import separates
+from genvdis.logistic_kernels import log_lamberts, separates
 
 # Newton stops on a decrement (twice the distance to the minimum) below DECREMENT_TOL, or
 # after a full step taken from a decrement below QUADRATIC_TOL (see `newton_logistic`).
 DECREMENT_TOL = 1e-9
 QUADRATIC_TOL = 1e-7
 CREEP_DECREMENT, CREEP_FACTOR = 1e-2, 4.0  # see `_creep`
+# With `exponential_creep`: creeping from a decrement below 1, and modelled lengths from 1.5
+# (1 is Newton's own step) are tried first (`_creep`).
+EXPONENTIAL_CREEP_DECREMENT, CREEP_MIN_LENGTH = 1.0, 1.5
 SETTLED_STEP = 1e-4  # the quadratic stop also needs a step this small (relative to |beta|)
 # The line search: a step may raise the loss by rounding (LOSS_SLACK of it, relative), no more;
 # one still raising it after MAX_HALVINGS halvings (to ~1e-9 of Newton's) is not taken.
@@ -46,6 +49,7 @@ def newton_logistic(
     stop_if_separating: bool = False,
     start: np.ndarray | None = None,
     stop_unseparated_after: int | None = None,
+    exponential_creep: bool = False,
 ) -> NewtonFit:
     """Batched Newton-Raphson (IRLS) with backtracking, for S problems at once.
 
@@ -63,7 +67,9 @@ def newton_logistic(
     point correctly: that iterate proves the set separable, and the likelihood then has no
     maximum to converge to. With `stop_unseparated_after` = k, problems whose k-th iterate
     does not classify every training point correctly stop there (for warm starts, see
-    `logistic.LogisticRegression._warm_start`).
+    `logistic.LogisticRegression._warm_start`). With `exponential_creep`, creeping problems
+    first try the length where the loss along their step would be least if it decayed like
+    e^-L (`_exponential_length`), and from a decrement below EXPONENTIAL_CREEP_DECREMENT.
 
     Gathered problems are solved in groups small enough to stay in cache (`layouts.group_size`:
     out of cache each iteration is slower); problems are independent, so the grouping changes
@@ -72,7 +78,7 @@ def newton_logistic(
     size = design.problems
     if isinstance(design, Gathered):
         size = group_size(design.m, design.width)
-    rules = StopRules(max_iter, tol, stop_if_separating, stop_unseparated_after)
+    rules = StopRules(max_iter, tol, stop_if_separating, stop_unseparated_after, exponential_creep)
     if design.problems <= size:
         return _newton_group(design, penalty, rules, start)
     fits = [
@@ -93,12 +99,13 @@ def newton_logistic(
 class StopRules:
     """When a problem stops (see `newton_logistic`): max_iter iterations, a relative move below
     tol, a separating iterate (stop_if_separating), or a k-th iterate that does not separate
-    (stop_unseparated_after = k)."""
+    (stop_unseparated_after = k); and how a creeping one steps (`_creep`)."""
 
     max_iter: int = 100
     tol: float = 1e-8
     stop_if_separating: bool = False
     stop_unseparated_after: int | None = None
+    exponential_creep: bool = False
 
 
 @dataclass
@@ -192,26 +199,62 @@ def _try_lengths(
     return eta, loss, e
 
 
-def _creep(active: _Active, step: _Step, penalty: np.ndarray) -> None:
+def _creep(active: _Active, step: _Step, penalty: np.ndarray, exponential: bool) -> None:
     """Creeping: a full step taken, a small decrement, yet a large move. That is a direction
     where the loss decays like e^-|w| (an attribute value seen in one class only) or a far,
-    flat maximum: Newton then gains ~1 in |w| per iteration. Steps CREEP_FACTOR and
-    CREEP_FACTOR^2 times longer are tried while they lower the loss further, which only ever
-    improves the iterate."""
+    flat maximum: Newton then gains ~1 in |w| per iteration. Tried while they lower the loss
+    further (so they only ever improve the iterate): if `exponential`, first the length where
+    the loss along delta would be least if it decayed so (`_exponential_length`); then steps
+    CREEP_FACTOR and CREEP_FACTOR^2 times longer."""
     relative = step.longest / (1 + np.abs(active.coef + step.delta).max(axis=1))
+    small = EXPONENTIAL_CREEP_DECREMENT if exponential else CREEP_DECREMENT
     creeping = np.flatnonzero(
-        (step.length == 1.0) & (step.decrement < CREEP_DECREMENT) & (relative > SETTLED_STEP)
+        (step.length == 1.0) & (step.decrement < small) & (relative > SETTLED_STEP)
     )
+    if exponential and creeping.size:
+        length = _exponential_length(active, step, creeping, penalty)
+        modelled = length > CREEP_MIN_LENGTH  # False where NaN: no such length
+        taken = _try_longer(active, step, creeping[modelled], length[modelled], penalty)
+        creeping = np.setdiff1d(creeping, taken, assume_unique=True)
     for factor in (CREEP_FACTOR, CREEP_FACTOR**2):
         if creeping.size == 0:
             break
-        longer = np.full(creeping.size, factor)
-        longer_eta, longer_loss, longer_e = _try_lengths(active, step, creeping, longer, penalty)
-        better = longer_loss < step.loss[creeping]
-        creeping = creeping[better]
-        step.length[creeping] = factor
-        step.eta[creeping], step.e[creeping] = longer_eta[better], longer_e[better]
-        step.loss[creeping] = longer_loss[better]
+        creeping = _try_longer(active, step, creeping, np.full(creeping.size, factor), penalty)
+
+
+def _try_longer(
+    active: _Active, step: _Step, which: np.ndarray, length: np.ndarray, penalty: np.ndarray
+) -> np.ndarray:
+    """Steps of `length` times delta for problems `which`, taken where they lower the loss
+    below the step's own; returns those problems."""
+    eta, loss, e = _try_lengths(active, step, which, length, penalty)
+    better = loss < step.loss[which]
+    taken = which[better]
+    step.length[taken] = length[better]
+    step.eta[taken], step.e[taken], step.loss[taken] = eta[better], e[better], loss[better]
+    return taken
+
+
+def _exponential_length(
+    active: _Active, step: _Step, which: np.ndarray, penalty: np.ndarray
+) -> np.ndarray:
+    """For creeping problems `which`: the length L along delta where the slope of the loss,
+    modelled as -A e^-L + B + C L, vanishes. Creeping rows' losses decay like e^-L along a
+    Newton step (each gains ~1 in margin per unit of L); B + C L is the ridge's slope, exact
+    (B = (penalty beta) . delta, C = delta' diag(penalty) delta), and A = decrement + B
+    matches the slope at 0. With u = L + B / C, u + log u = log(A / C) + B / C
+    (`logistic_kernels.log_lambert`); where C = 0, L = log(A / B). NaN where the model has no
+    root (A <= 0, or C = 0 and B <= 0)."""
+    delta, coef = step.delta[which], active.coef[which]
+    B = np.einsum("sd,sd->s", coef * penalty, delta)
+    C = np.einsum("sd,sd->s", delta * penalty, delta)
+    A = step.decrement[which] + B
+    length = np.full(which.size, np.nan)
+    flat, curved = (A > 0) & (C == 0) & (B > 0), (A > 0) & (C > 0)
+    length[flat] = np.log(A[flat] / B[flat])
+    ratio = B[curved] / C[curved]
+    length[curved] = log_lamberts(np.log(A[curved] / C[curved]) + ratio) - ratio
+    return length
 
 
 def _take_step(active: _Active, step: _Step) -> None:
@@ -273,7 +316,7 @@ def _newton_group(
     for iteration in range(1, rules.max_iter + 1):
         step = _newton_update(active, penalty)
         _line_search(active, step, penalty)
-        _creep(active, step, penalty)
+        _creep(active, step, penalty, rules.exponential_creep)
         _take_step(active, step)
         done = _check_convergence(active, step, rules, iteration, separating)
         beta[active.problems] = active.coef

@@ -163,8 +163,9 @@ def test_eliminating_only_coupled_unknowns_is_the_full_elimination():
 def test_adult_discrete_fits_are_the_likelihoods_minima(mirror_env):
     """A regression test: adult (discrete) at m = 2000, split 80 was left far from its
     minimum (gradient 48, loss 941 against 686) after 100 iterations started from a fit on
-    200 of its rows. Sparse designs start from 0: every fit of splits 75-84 zeroes the
-    penalised likelihood's gradient."""
+    200 of its rows. Sparse designs start from their pure levels (`quasi_start`) and creep by
+    the exponential model: every fit of splits 75-84 zeroes the penalised likelihood's
+    gradient."""
     config = load_config(REPO / "configs" / "adult-discrete.yaml")
     data = prepare(engine.load_data(config), config)
     encoded = engine.EncodedData.from_prepared(data)
@@ -177,3 +178,34 @@ def test_adult_discrete_fits_are_the_likelihoods_minima(mirror_env):
         residual = t - 1 / (1 + np.exp(-eta))
         gradient = np.append(A.T @ residual - TINY_RIDGE * fit.coef[s], residual.sum())
         assert np.abs(gradient).max() < 1e-6
+
+
+def test_fused_sparse_steps_are_the_hessians_solved_bit_for_bit():
+    """`logistic_kernels.sparse_directions` builds each Hessian in one buffer, skipping the
+    products by values where all are 1 (one-hot data), and solves it there: the same bits as
+    the (S, d, d) Hessians + diag(penalty) solved by `_solve`, for one-hot and for general
+    values; a numerically singular system (an unpenalised column absent from a training set)
+    gets the pseudo-inverse's step through `Sparse.directions`."""
+    rng = np.random.default_rng(19)
+    X = (rng.uniform(size=(120, 6)) < 0.4).astype(float)
+    X[:, -1] = 1.0
+    idx = np.stack([np.sort(rng.choice(120, 50, replace=False)) for _ in range(5)])
+    w, grad = rng.uniform(0, 0.25, size=(5, 50)), rng.normal(size=(5, 6))
+    penalty = np.append(np.full(5, 1e-8), 0.0)
+    for values in (X, X * rng.normal(size=X.shape)):
+        csr = Sparse.from_dense(values)
+        unit = bool((csr[2] == 1.0).all())
+        assert unit == (values is X)
+        hess = logistic_kernels.sparse_hessian(*csr, idx, w, 6, False)
+        expected, singular = logistic_kernels._solve(hess + np.diag(penalty), grad)
+        assert not singular.any()
+        delta, singular = logistic_kernels.sparse_directions(*csr, idx, w, penalty, grad, unit)
+        np.testing.assert_array_equal(delta, expected)
+        assert not singular.any()
+    design = Sparse(Sparse.from_dense(X), 6, idx, np.zeros((5, 50)))
+    zero = penalty.copy()
+    zero[0] = 0.0
+    design.idx[0] = np.flatnonzero(X[:, 0] == 0)[:50]  # column 0 absent from problem 0
+    delta = design.directions(w, zero, grad)
+    hess = design.hessian(w) + np.diag(zero)
+    np.testing.assert_allclose(delta[0], np.linalg.pinv(hess[0]) @ grad[0])
