@@ -13,12 +13,9 @@ checked with their rounding error bounded, so a shortcut never decides wrongly
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
-if TYPE_CHECKING:
-    from scipy.optimize import OptimizeResult
+from genvdis import lp
 
 # A training set is called separable when its L-infinity maximum margin exceeds this: the LP
 # below is the definition, and every shortcut in `decide` is a certificate of its answer.
@@ -105,37 +102,18 @@ def newton_bound(bound: np.ndarray, Z: np.ndarray) -> np.ndarray:
     return (bound + g * widest(Z)) * (1 + g) ** 2
 
 
-def _solve_lp(A: np.ndarray) -> OptimizeResult:
-    """max t s.t. A z >= t, -1 <= z <= 1, 0 <= t <= 1 by HiGHS (its default solver, then interior
-    point if that fails). The LP is always feasible (z = 0) and bounded, so a failure is a bug:
-    raised, never read as "not separable". scipy.optimize is imported here, on the rare LP,
-    not with the module: it costs ~0.3 s of every run's start-up."""
-    from scipy.optimize import linprog
-
-    m, d1 = A.shape
-    c = np.zeros(d1 + 1)
-    c[-1] = -1.0
-    A_ub = np.hstack([-A, np.ones((m, 1))])
-    bounds = [(-1.0, 1.0)] * d1 + [(0.0, 1.0)]
-    for method in ("highs", "highs-ipm"):
-        result = linprog(c, A_ub=A_ub, b_ub=np.zeros(m), bounds=bounds, method=method)
-        if result.status == 0:
-            return result
-    raise RuntimeError(f"the separability LP failed: {result.message}")
-
-
 def max_margin(A: np.ndarray) -> tuple[bool, np.ndarray]:
-    """Solve max t s.t. A z >= t, -1 <= z <= 1 (an LP, HiGHS). Separable iff t > MARGIN_TOL;
-    then z is the maximum-margin hyperplane in the L-infinity normalisation. The answer is
+    """Solve max t s.t. A z >= t, -1 <= z <= 1 (an LP, HiGHS: `lp.solve`). Separable iff
+    t > MARGIN_TOL; then z is the maximum-margin hyperplane in the L-infinity normalisation. The answer is
     certified from both of the LP's solutions: the primal z by the margin it achieves
     (`margin_of`), the dual's weights by `margin_bound`. Only if the maximum margin lies within
     the solver's tolerance of MARGIN_TOL does neither settle it, and the LP's t decides."""
-    result = _solve_lp(A)
-    z, t = result.x[:-1], result.x[-1]
+    x, duals = lp.solve(A)
+    z, t = x[:-1], x[-1]
     achieved = float(margin_of(A, z))
     if achieved > MARGIN_TOL:
         return True, z
-    if margin_bound(A, np.maximum(-result.ineqlin.marginals, 0.0)) <= MARGIN_TOL:
+    if margin_bound(A, np.maximum(-duals, 0.0)) <= MARGIN_TOL:
         return False, z
     return bool(t > MARGIN_TOL and achieved > 0), z
 

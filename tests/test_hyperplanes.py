@@ -17,11 +17,12 @@ import scipy.optimize
 import scipy.stats
 from scipy.optimize import linprog
 
-from genvdis import datasource, engine, hyperplanes, sampler, scoring, splits, streams
+from genvdis import datasource, engine, hyperplanes, lp, sampler, scoring, splits, streams
 from genvdis.config import load_config
 from genvdis.models import LogisticRegression, NaiveBayes, build_model
 from genvdis.preprocessing import FeatureLayout, prepare
 from genvdis.sections import TRAJECTORIES, LogisticRegressionSpec, NaiveBayesSpec
+from genvdis.softmax import constraint_rows
 from genvdis.streams import stream_keys
 
 REPO = Path(__file__).resolve().parents[1]
@@ -119,10 +120,58 @@ def test_a_failed_lp_is_an_error_not_a_verdict(monkeypatch):
     class Failed:
         status, message = 4, "numerical difficulties"
 
-    # hyperplanes imports linprog when it solves (start-up cost), so patch it at the source
+    # HiGHS called directly reports no optimum either, so the LP goes to linprog; that is
+    # imported when it solves (start-up cost), so patch it at the source
+    monkeypatch.setattr(lp, "_direct", lambda A: None)
     monkeypatch.setattr(scipy.optimize, "linprog", lambda *args, **kwargs: Failed())
     with pytest.raises(RuntimeError, match="the separability LP failed: numerical difficulties"):
         hyperplanes.max_margin(hyperplanes.signed_rows(SQUARE_X, SQUARE_Y))
+
+
+def _lp_problems(count: int) -> list[np.ndarray]:
+    """Constraint rows of random training sets, both separable and not: inputs on a grid of
+    tenths (exact zeros, ties, duplicate points: degenerate LPs, whose optimal vertex is not
+    unique), labels from a noisy hyperplane, and some multi-class rows."""
+    rng = np.random.default_rng(17)
+    problems = []
+    for i in range(count):
+        m, d = int(rng.integers(4, 80)), int(rng.integers(1, 25))
+        X = np.round(rng.uniform(size=(m, d)), 1)
+        scores = X @ rng.normal(size=d) + rng.normal(size=m) * rng.choice([0.0, 0.1, 1.0])
+        y = (scores > np.median(scores)).astype(int)
+        if i % 5 == 4:
+            problems.append(constraint_rows(X, rng.integers(0, 3, size=m), 3))
+        else:
+            problems.append(hyperplanes.signed_rows(X, y))
+    return problems
+
+
+def test_highs_called_directly_gives_linprogs_solution_bit_for_bit():
+    """`lp.solve` skips linprog's Python but must hand HiGHS the same model and options: the
+    optimum of these LPs is not unique, and any difference would show as another vertex (or
+    other duals) on some of a few hundred degenerate problems."""
+    problems = _lp_problems(300)
+    separable = 0
+    for A in problems:
+        direct, reference = lp._direct(A), lp._by_linprog(A)
+        assert direct is not None
+        assert direct[0].tobytes() == reference[0].tobytes()
+        assert direct[1].tobytes() == reference[1].tobytes()
+        separable += direct[0][-1] > TOL
+    assert 30 < separable < 270  # both answers are well represented
+
+
+def test_without_scipys_private_highs_api_the_lp_goes_to_linprog(monkeypatch):
+    """Another scipy may not have the private bindings: `solve` must then call linprog and
+    give its answer (here the same one as the bindings')."""
+    problems = _lp_problems(20)
+    expected = [lp.solve(A) for A in problems]
+    monkeypatch.setattr(lp, "_core", None)
+    assert lp._direct(problems[0]) is None
+    for A, (x, duals) in zip(problems, expected, strict=True):
+        fallback = lp.solve(A)
+        assert fallback[0].tobytes() == x.tobytes()
+        assert fallback[1].tobytes() == duals.tobytes()
 
 
 def _near_boundary(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, float]:

@@ -1,0 +1,122 @@
+"""The separability LP, max t s.t. A z >= t, -1 <= z <= 1, 0 <= t <= 1, solved by HiGHS.
+
+`scipy.optimize.linprog(method="highs")` spends about a third of each of these small LPs in
+Python: checking and converting its inputs, sparse matrices, an options manager per option,
+assembling the result. `solve` hands HiGHS the same model with the same options through the
+routine linprog itself ends in (`scipy.optimize._highspy._highs_wrapper`, scipy's private
+API), so HiGHS takes the same path and returns the same bits: the LP's optimum is not unique,
+and another solver or option would pick another optimal vertex. Where that private API is
+missing (another scipy) or HiGHS does not report an optimum that linprog would accept too,
+the LP goes to linprog itself. Checked bit for bit against linprog on scipy 1.17.1 (HiGHS
+1.12.0), on a few hundred LPs in tests/test_hyperplanes.py.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+import numpy as np
+
+# linprog's default tolerance for accepting HiGHS's solution (`_check_result`: sqrt(1e-9) * 10)
+_FEASIBILITY_TOL = np.sqrt(1e-9) * 10
+_MISSING = object()
+_core: ModuleType | None | object = _MISSING
+
+
+def _highs_core() -> ModuleType | None:
+    """scipy's HiGHS bindings with everything `_direct` uses, or None (imported on the first
+    LP: scipy.optimize costs ~0.3 s of start-up)."""
+    global _core
+    if _core is _MISSING:
+        try:
+            import scipy.optimize._highspy._core as core
+
+            for name in ("HighsLp", "_Highs", "HighsOptions", "HighsModelStatus", "kHighsInf"):
+                getattr(core, name)
+            core.MatrixFormat.kColwise, core.HighsDebugLevel.kHighsDebugLevelNone  # noqa: B018
+            core.simplex_constants.SimplexStrategy.kSimplexStrategyDual  # noqa: B018
+            _core = core
+        except (ImportError, AttributeError):
+            _core = None
+    return _core  # type: ignore[return-value]
+
+
+def _options(core: ModuleType) -> object:
+    """The options linprog(method="highs") passes with its defaults, set as its wrapper does."""
+    options = core.HighsOptions()
+    options.presolve = "on"
+    options.highs_debug_level = core.HighsDebugLevel.kHighsDebugLevelNone
+    options.log_to_console = False
+    options.output_flag = False
+    options.simplex_strategy = core.simplex_constants.SimplexStrategy.kSimplexStrategyDual
+    return options
+
+
+def _model(core: ModuleType, A: np.ndarray) -> object:
+    """linprog's model of the LP: the rows [-A, 1] <= 0 column by column without their zeros
+    (as `csc_array` stores them), the bounds, cost -t; lists convert faster than arrays."""
+    m, d1 = A.shape
+    columns = np.hstack([-A, np.ones((m, 1))]).T
+    col, row = np.nonzero(columns)
+    lp = core.HighsLp()
+    lp.num_col_ = lp.a_matrix_.num_col_ = d1 + 1
+    lp.num_row_ = lp.a_matrix_.num_row_ = m
+    lp.a_matrix_.format_ = core.MatrixFormat.kColwise
+    lp.col_cost_ = [0.0] * d1 + [-1.0]
+    lp.col_lower_ = [-1.0] * d1 + [0.0]
+    lp.col_upper_ = [1.0] * (d1 + 1)
+    lp.row_lower_ = [-core.kHighsInf] * m
+    lp.row_upper_ = [0.0] * m
+    lp.a_matrix_.start_ = np.r_[0, np.cumsum(np.bincount(col, minlength=d1 + 1))].tolist()
+    lp.a_matrix_.index_ = row.tolist()
+    lp.a_matrix_.value_ = columns[col, row].tolist()
+    return lp
+
+
+def _direct(A: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(x, the rows' duals) from HiGHS as linprog runs it, or None where linprog might not
+    return that solution with status 0 (no optimum, or one outside its tolerance)."""
+    core = _highs_core()
+    if core is None:
+        return None
+    highs = core._Highs()
+    highs.passOptions(_options(core))
+    highs.passModel(_model(core, A))
+    highs.run()
+    if highs.getModelStatus() != core.HighsModelStatus.kOptimal:
+        return None
+    solution = highs.getSolution()
+    x, row_value = np.array(solution.col_value), np.array(solution.row_value)
+    lower = np.r_[-np.ones(A.shape[1]), 0.0]
+    feasible = (
+        np.isfinite(x).all()
+        and np.isfinite(row_value).all()
+        and np.isfinite(highs.getInfo().objective_function_value)
+        and np.all((x >= lower - _FEASIBILITY_TOL) & (x <= 1.0 + _FEASIBILITY_TOL))
+        and np.all(-row_value >= -_FEASIBILITY_TOL)
+    )
+    return (x, np.array(solution.row_dual)) if feasible else None
+
+
+def _by_linprog(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The LP by linprog: HiGHS's default solver, then interior point if that fails."""
+    from scipy.optimize import linprog
+
+    m, d1 = A.shape
+    c = np.zeros(d1 + 1)
+    c[-1] = -1.0
+    A_ub = np.hstack([-A, np.ones((m, 1))])
+    bounds = [(-1.0, 1.0)] * d1 + [(0.0, 1.0)]
+    for method in ("highs", "highs-ipm"):
+        result = linprog(c, A_ub=A_ub, b_ub=np.zeros(m), bounds=bounds, method=method)
+        if result.status == 0:
+            return result.x, result.ineqlin.marginals
+    raise RuntimeError(f"the separability LP failed: {result.message}")
+
+
+def solve(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(z, t) and the duals of the rows A z >= t of the LP above, for rows A (m, d): linprog's
+    solution, bit for bit. The LP is always feasible (z = 0) and bounded, so a failure is a
+    bug: raised, never read as "not separable"."""
+    direct = _direct(A)
+    return direct if direct is not None else _by_linprog(A)
