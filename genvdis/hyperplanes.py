@@ -43,7 +43,7 @@ def widest(Z: np.ndarray) -> float:
     return 1.0 + (float(np.abs(Z).sum(axis=-1).max()) if Z.size else 0.0)
 
 
-def _certified(lowest: np.ndarray, z: np.ndarray, row_norm: np.ndarray | float) -> np.ndarray:
+def certify(lowest: np.ndarray, z: np.ndarray, row_norm: np.ndarray | float) -> np.ndarray:
     """min_i a_i.z / ||z||_inf, from the computed min_i a_i.z, lowered by its rounding: a sum of
     d products is off by at most gamma_d ||a_i||_1 ||z||_inf, row_norm bounding ||a_i||_1."""
     g = _gamma(z.shape[-1] + 4)
@@ -58,7 +58,7 @@ def margin_of(A: np.ndarray, z: np.ndarray) -> np.ndarray:
     z achieves (A (..., m, d), z (..., d)); -inf for z = 0. Above MARGIN_TOL it proves the set
     separable in the LP's sense."""
     lowest = np.einsum("...md,...d->...m", A, z).min(axis=-1)
-    return _certified(lowest, z, np.abs(A).sum(axis=-1).max(axis=-1))
+    return certify(lowest, z, np.abs(A).sum(axis=-1).max(axis=-1))
 
 
 def _margins_on_data(Z: np.ndarray, y: np.ndarray, idx: np.ndarray, z: np.ndarray) -> np.ndarray:
@@ -69,7 +69,7 @@ def _margins_on_data(Z: np.ndarray, y: np.ndarray, idx: np.ndarray, z: np.ndarra
     for part in _chunks(np.arange(len(idx)), len(y), 1):
         eta = Z @ z[part, :-1].T + z[part, -1]  # (n, S)
         lowest = (sign[idx[part]] * eta[idx[part], np.arange(part.size)[:, None]]).min(axis=1)
-        out[part] = _certified(lowest, z[part], row_norm)
+        out[part] = certify(lowest, z[part], row_norm)
     return out
 
 
@@ -104,10 +104,11 @@ def newton_bound(bound: np.ndarray, Z: np.ndarray) -> np.ndarray:
 
 def max_margin(A: np.ndarray) -> tuple[bool, np.ndarray]:
     """Solve max t s.t. A z >= t, -1 <= z <= 1 (an LP, HiGHS: `lp.solve`). Separable iff
-    t > MARGIN_TOL; then z is the maximum-margin hyperplane in the L-infinity normalisation. The answer is
-    certified from both of the LP's solutions: the primal z by the margin it achieves
-    (`margin_of`), the dual's weights by `margin_bound`. Only if the maximum margin lies within
-    the solver's tolerance of MARGIN_TOL does neither settle it, and the LP's t decides."""
+    t > MARGIN_TOL; then z is the maximum-margin hyperplane in the L-infinity normalisation.
+    The answer is certified from both of the LP's solutions: the primal z by the margin it
+    achieves (`margin_of`), the dual's weights by `margin_bound`. Only if the maximum margin
+    lies within the solver's tolerance of MARGIN_TOL does neither settle it, and the LP's t
+    decides."""
     x, duals = lp.solve(A)
     z, t = x[:-1], x[-1]
     achieved = float(margin_of(A, z))

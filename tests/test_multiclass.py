@@ -9,6 +9,7 @@ Data are small and synthetic; X = [continuous columns | integer codes of discret
 from __future__ import annotations
 
 import hashlib
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -18,17 +19,19 @@ from sklearn.discriminant_analysis import LinearDiscriminantAnalysis as SkLDA
 from sklearn.linear_model import LogisticRegression as SkLR
 from sklearn.naive_bayes import CategoricalNB, GaussianNB
 
-from genvdis import splits
+from genvdis import hyperplanes, splits
 from genvdis.errors import UserError
 from genvdis.models import LDA, LogisticRegression, NaiveBayes
 from genvdis.multiclass import MultiLDA, MultiNaiveBayes, count_errors
 from genvdis.preprocessing import FeatureLayout
 from genvdis.softmax import (
     MultiLogisticRegression,
+    centred,
     certified,
     cg_step,
     constraint_rows,
     design,
+    margins,
     newton_softmax,
 )
 
@@ -289,12 +292,52 @@ def test_ridge_rule_decides_separability_as_the_lp_and_keeps_the_likelihood_else
         assert fit.separable_ == separable
         V = np.concatenate([fit.coef_, fit.intercept_[:, None]], axis=1)[None, 1:]
         if separable:
-            missed += not certified(design(X, np.arange(len(y))[None]), y[None], 3, V)[0]
+            missed += not certified(design(X, np.arange(len(y))[None]), y[None], V)[0]
         else:
             other = plain.fit(X, y)
             np.testing.assert_array_equal(fit.coef_, other.coef_)
             np.testing.assert_array_equal(fit.intercept_, other.intercept_)
     assert missed > 0
+
+
+def _exact_margin(X: np.ndarray, y: np.ndarray, W: np.ndarray) -> Fraction:
+    """min over rows i and classes k != y_i of (W_y_i - W_k) . x_i / 2 / |W|_inf, exactly."""
+    gaps = []
+    for x, c in zip(X, y, strict=True):
+        scores = [sum(Fraction(a) * Fraction(b) for a, b in zip(x, w, strict=True)) for w in W]
+        gaps += [scores[c] - score for k, score in enumerate(scores) if k != c]
+    return min(gaps) / 2 / max(Fraction(abs(w)) for w in W.ravel())
+
+
+def test_margins_from_the_scores_bound_the_exact_margin_as_the_rows_do():
+    """`margins` (from the scores X W^T) replaces `margin_of` on the constraint rows in the
+    decision: it must stay a lower bound on the exact margin (computed in rationals here),
+    also where the margin is 0 (a row repeated with another label) or tiny, and agree with
+    the rows' bound to within the rounding allowance."""
+    rng = np.random.default_rng(11)
+    positive = 0
+    for trial in range(24):
+        m, D, K = int(rng.integers(3, 25)), int(rng.integers(1, 7)), int(rng.integers(2, 5))
+        Z = rng.uniform(size=(m, D)) * 10.0 ** rng.integers(-3, 4)
+        y = rng.integers(0, K, size=(2, m))
+        V = rng.normal(size=(2, K - 1, D + 1)) * 10.0 ** rng.integers(-4, 5)
+        if trial % 3 == 0:  # labels that V's weights separate (a positive margin)
+            V[1] = V[0]
+            X0 = design(Z, np.arange(m)[None])[0]
+            y[:] = np.argmax(X0 @ centred(V[0]).T, axis=1)
+        if trial % 3 == 1:
+            Z[1], y[:, 1] = Z[0], (y[:, 0] + 1) % K  # the same point in two classes
+        X = design(Z, np.tile(np.arange(m), (2, 1)))
+        bounds = margins(X, y, V)
+        for s in range(2):
+            W = centred(V[s])
+            exact = _exact_margin(X[s], y[s], W)
+            rows = hyperplanes.margin_of(constraint_rows(X[s], y[s], K), W.ravel())
+            assert Fraction(bounds[s]) <= exact and Fraction(float(rows)) <= exact
+            allowance = 1e-12 * np.abs(X[s]).sum(axis=1).max()
+            assert abs(bounds[s] - rows) <= allowance
+            positive += bounds[s] > 0
+    assert positive >= 8
 
 
 def test_constraint_rows_give_the_binary_margin_for_two_classes():
