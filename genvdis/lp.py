@@ -54,10 +54,12 @@ def _options(core: ModuleType) -> object:
 
 def _model(core: ModuleType, A: np.ndarray) -> object:
     """linprog's model of the LP: the rows [-A, 1] <= 0 column by column without their zeros
-    (as `csc_array` stores them), the bounds, cost -t; lists convert faster than arrays."""
+    (as `csc_array` stores them: -0.0 dropped, NaN kept), the bounds, cost -t; Python lists,
+    which HiGHS's bindings convert faster than numpy arrays."""
     m, d1 = A.shape
-    columns = np.hstack([-A, np.ones((m, 1))]).T
-    col, row = np.nonzero(columns)
+    negated = -A.T  # the columns of -A
+    kept = negated != 0
+    ends = np.cumsum(kept.sum(axis=1)).tolist()
     lp = core.HighsLp()
     lp.num_col_ = lp.a_matrix_.num_col_ = d1 + 1
     lp.num_row_ = lp.a_matrix_.num_row_ = m
@@ -67,9 +69,9 @@ def _model(core: ModuleType, A: np.ndarray) -> object:
     lp.col_upper_ = [1.0] * (d1 + 1)
     lp.row_lower_ = [-core.kHighsInf] * m
     lp.row_upper_ = [0.0] * m
-    lp.a_matrix_.start_ = np.r_[0, np.cumsum(np.bincount(col, minlength=d1 + 1))].tolist()
-    lp.a_matrix_.index_ = row.tolist()
-    lp.a_matrix_.value_ = columns[col, row].tolist()
+    lp.a_matrix_.start_ = [0, *ends, ends[-1] + m]  # t's column: m ones
+    lp.a_matrix_.index_ = np.nonzero(kept)[1].tolist() + list(range(m))
+    lp.a_matrix_.value_ = negated[kept].tolist() + [1.0] * m
     return lp
 
 
@@ -87,7 +89,7 @@ def _direct(A: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         return None
     solution = highs.getSolution()
     x, row_value = np.array(solution.col_value), np.array(solution.row_value)
-    lower = np.r_[-np.ones(A.shape[1]), 0.0]
+    lower = np.append(np.full(A.shape[1], -1.0), 0.0)
     feasible = (
         np.isfinite(x).all()
         and np.isfinite(row_value).all()
