@@ -1,14 +1,15 @@
 """The separability LP, max t s.t. A z >= t, -1 <= z <= 1, 0 <= t <= 1, solved by HiGHS.
 
-`scipy.optimize.linprog(method="highs")` spends about a third of each of these small LPs in
-Python: checking and converting its inputs, sparse matrices, an options manager per option,
-assembling the result. `solve` hands HiGHS the same model with the same options through the
-routine linprog itself ends in (`scipy.optimize._highspy._highs_wrapper`, scipy's private
-API), so HiGHS takes the same path and returns the same bits: the LP's optimum is not unique,
-and another solver or option would pick another optimal vertex. Where that private API is
-missing (another scipy) or HiGHS does not report an optimum that linprog would accept too,
-the LP goes to linprog itself. Checked bit for bit against linprog on scipy 1.17.1 (HiGHS
-1.12.0), on a few hundred LPs in tests/test_hyperplanes.py.
+`scipy.optimize.linprog(method="highs")` spends about 30% of each of these small LPs in
+Python: checking and converting its inputs, a sparse matrix, an options manager per option,
+numpy arrays converted element by element, the result's assembly. `solve` hands HiGHS the
+same model with the same options through the bindings scipy's own wrapper calls
+(`scipy.optimize._highspy._core`, private API), in the same steps, so HiGHS takes the same
+path and returns the same bits: the LP's optimum is not unique, and another solver or option
+would pick another optimal vertex. Where those bindings are missing or differ (another scipy),
+or HiGHS reports no optimum that linprog would accept too, the LP goes to linprog itself.
+Checked bit for bit against linprog on scipy 1.17.1 (HiGHS 1.12.0) only, on a few hundred LPs
+in tests/test_hyperplanes.py.
 """
 
 from __future__ import annotations
@@ -24,19 +25,16 @@ _core: ModuleType | None | object = _MISSING
 
 
 def _highs_core() -> ModuleType | None:
-    """scipy's HiGHS bindings with everything `_direct` uses, or None (imported on the first
-    LP: scipy.optimize costs ~0.3 s of start-up)."""
+    """scipy's HiGHS bindings, or None where they are missing or differ from what `_direct`
+    expects (it tries them once on a one-row LP). Imported on the first LP, not with the
+    module: scipy.optimize costs ~0.3 s of start-up."""
     global _core
     if _core is _MISSING:
         try:
             import scipy.optimize._highspy._core as core
 
-            for name in ("HighsLp", "_Highs", "HighsOptions", "HighsModelStatus", "kHighsInf"):
-                getattr(core, name)
-            core.MatrixFormat.kColwise, core.HighsDebugLevel.kHighsDebugLevelNone  # noqa: B018
-            core.simplex_constants.SimplexStrategy.kSimplexStrategyDual  # noqa: B018
-            _core = core
-        except (ImportError, AttributeError):
+            _core = core if _solve(core, np.ones((1, 1))) is not None else None
+        except (ImportError, AttributeError, TypeError, ValueError):
             _core = None
     return _core  # type: ignore[return-value]
 
@@ -76,11 +74,14 @@ def _model(core: ModuleType, A: np.ndarray) -> object:
 
 
 def _direct(A: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """(x, the rows' duals) from HiGHS as linprog runs it, or None where linprog might not
-    return that solution with status 0 (no optimum, or one outside its tolerance)."""
+    """(x, the rows' duals) from HiGHS as linprog runs it, or None where that is not possible
+    or linprog might not return that solution with status 0 (no optimum, or one outside its
+    tolerance)."""
     core = _highs_core()
-    if core is None:
-        return None
+    return None if core is None else _solve(core, A)
+
+
+def _solve(core: ModuleType, A: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     highs = core._Highs()
     highs.passOptions(_options(core))
     highs.passModel(_model(core, A))

@@ -161,12 +161,22 @@ def test_highs_called_directly_gives_linprogs_solution_bit_for_bit():
     assert 30 < separable < 270  # both answers are well represented
 
 
-def test_without_scipys_private_highs_api_the_lp_goes_to_linprog(monkeypatch):
-    """Another scipy may not have the private bindings: `solve` must then call linprog and
-    give its answer (here the same one as the bindings')."""
+@pytest.mark.parametrize("change", ["missing", "different"])
+def test_without_scipys_private_highs_api_the_lp_goes_to_linprog(monkeypatch, change):
+    """Another scipy may not have the private bindings, or have others (here an option that
+    no longer exists): `solve` must then call linprog and give its answer (here the same one
+    as the bindings')."""
     problems = _lp_problems(20)
     expected = [lp.solve(A) for A in problems]
-    monkeypatch.setattr(lp, "_core", None)
+    if change == "missing":
+        monkeypatch.setattr(lp, "_core", None)
+    else:
+
+        def renamed(core):
+            raise AttributeError("'HighsOptions' object has no attribute 'presolve'")
+
+        monkeypatch.setattr(lp, "_core", lp._MISSING)
+        monkeypatch.setattr(lp, "_options", renamed)
     assert lp._direct(problems[0]) is None
     for A, (x, duals) in zip(problems, expected, strict=True):
         fallback = lp.solve(A)
