@@ -13,7 +13,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from genvdis.newton_solves import solve_coupled, solve_into
+from genvdis.newton_solves import solve_coupled, solve_unblocked
 from genvdis.streams import jit
 
 vector_jit = numba.njit(cache=True, nogil=True, fastmath={"contract"}, error_model="numpy")
@@ -170,7 +170,7 @@ def gathered_step(XT, problems, t, eta, e, beta, penalty):
             grad[a, j] = both[d, j] - penalty[j] * beta[a, j]
             hess[a, j] = both[j]
             hess[a, j, j] += penalty[j]
-        singular[a] = solve_into(hess[a], grad[a], delta[a])
+        singular[a] = solve_unblocked(hess[a], grad[a], delta[a])
         if singular[a]:
             direction[a], new_eta[a], minus_abs[a], linear[a] = 0.0, 0.0, 0.0, 0.0
             continue

@@ -7,16 +7,24 @@ updates a_ij -= f_ik u_kj, one k at a time, in increasing k, each rounded, and t
 chosen from the same values, so the answer is the unblocked elimination's bit for bit; but a
 row of the trailing matrix is read once a panel instead of once a pivot (on promoters' 172
 coupled columns at m = 78, 1.4x faster; docs/scaling.md).
+
+The gathered layout's compiled step (`logistic_kernels.gathered_step`, compiled with
+contracted multiply-adds) calls `solve_unblocked` itself: LLVM inlines and fuses it there, and
+the results are made of those fused bits, so it keeps that elimination as it was.
 """
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 
-from genvdis.streams import jit
+# Multiply-adds fused (LLVM's contract, no other fast-math): a_ij - f u_kj rounds once. The
+# eliminations always ran so (they were compiled as callees of `gathered_step`'s fused loops),
+# and every result file is made of their bits; panelled or not, each update fuses alike.
+jit = numba.njit(cache=True, nogil=True, fastmath={"contract"})
 
-# Columns per panel; systems narrower than BLOCKED_MIN are one panel (the unblocked
-# elimination): there the matrix stays in cache and panels only add overhead.
+# Columns per panel; systems narrower than BLOCKED_MIN are eliminated unblocked: there the
+# matrix stays in cache and panels only add overhead (measured equal at 61-65 unknowns).
 PANEL, BLOCKED_MIN = 16, 96
 
 
@@ -75,26 +83,62 @@ def _delayed_updates(U, F, i, k0, k_end, k1):
 
 
 @jit
+def _back_substitute(U: np.ndarray, v: np.ndarray, x: np.ndarray) -> None:
+    """x with U x = v, U upper triangular (the elimination's), from the last unknown up."""
+    for k in range(v.size - 1, -1, -1):
+        total = v[k]
+        for j in range(k + 1, v.size):
+            total -= U[k, j] * x[j]
+        x[k] = total / U[k, k]
+
+
+@jit
 def solve_into(A: np.ndarray, b: np.ndarray, x: np.ndarray) -> bool:
-    """x with A x = b, by Gaussian elimination with partial pivoting (LAPACK's dgesv, without
-    numpy's overhead per call, which exceeds a small system's work); True, and x untouched,
-    where a pivot is exactly 0 (A is numerically singular), the case where LAPACK gives up."""
+    """`solve_unblocked`'s answer (bit for bit where both run without fused multiply-adds, as
+    here), in panels for systems of BLOCKED_MIN unknowns or more (the module's docstring)."""
     d = b.size
+    if d < BLOCKED_MIN:
+        return solve_unblocked(A, b, x)
     U, v = A.copy(), b.copy()
-    panel = PANEL if d >= BLOCKED_MIN else max(d, 1)
-    F = np.empty((d, panel))
-    for k0 in range(0, d, panel):
-        k1 = min(k0 + panel, d)
+    F = np.empty((d, PANEL))
+    for k0 in range(0, d, PANEL):
+        k1 = min(k0 + PANEL, d)
         if _eliminate_panel(U, v, F, k0, k1):
             return True
         if k1 < d:  # rows below k0 get the panel's updates right of it (pivot rows first)
             for i in range(k0 + 1, d):
                 _delayed_updates(U, F, i, k0, min(i, k1), k1)
-    for k in range(d - 1, -1, -1):
-        total = v[k]
-        for j in range(k + 1, d):
-            total -= U[k, j] * x[j]
-        x[k] = total / U[k, k]
+    _back_substitute(U, v, x)
+    return False
+
+
+@jit
+def solve_unblocked(A: np.ndarray, b: np.ndarray, x: np.ndarray) -> bool:
+    """x with A x = b, by Gaussian elimination with partial pivoting (LAPACK's dgesv, without
+    numpy's overhead per call, which exceeds a small system's work); True, and x untouched,
+    where a pivot is exactly 0 (A is numerically singular), the case where LAPACK gives up."""
+    d = b.size
+    U, v = A.copy(), b.copy()
+    for k in range(d):
+        p = k
+        for i in range(k + 1, d):
+            if abs(U[i, k]) > abs(U[p, k]):
+                p = i
+        if U[p, k] == 0.0:
+            return True
+        if p != k:
+            for j in range(d):
+                U[k, j], U[p, j] = U[p, j], U[k, j]
+            v[k], v[p] = v[p], v[k]
+        pivot_row = U[k, k + 1 :]
+        for i in range(k + 1, d):
+            f = U[i, k] / U[k, k]
+            if f != 0.0:  # a Hessian's rows are often 0 below a pivot: nothing to subtract
+                row = U[i, k + 1 :]
+                for j in range(pivot_row.size):  # 1-d views: LLVM vectorises this loop
+                    row[j] -= f * pivot_row[j]
+            v[i] -= f * v[k]
+    _back_substitute(U, v, x)
     return False
 
 
