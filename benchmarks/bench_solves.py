@@ -65,9 +65,10 @@ def main() -> None:
         A, b = systems(path, int(m), args.splits)
         best = {newton_solves.solve_unblocked: np.inf, newton_solves.solve_into: np.inf}
         answers = {solver: _all(solver, A, b)[0] for solver in best}  # compiled, and checked
-        assert answers[newton_solves.solve_into].tobytes() == answers[
-            newton_solves.solve_unblocked
-        ].tobytes()
+        assert (
+            answers[newton_solves.solve_into].tobytes()
+            == answers[newton_solves.solve_unblocked].tobytes()
+        )
         for _ in range(args.repeat):
             for solver in best:  # interleaved: the machine's noise hits both alike
                 start = time.perf_counter()

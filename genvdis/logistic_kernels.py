@@ -291,9 +291,10 @@ def sparse_hessian(indptr, indices, values, idx, w, d, unit):
 @jit
 def sparse_directions(indptr, indices, values, idx, w, penalty, grad, unit):
     """Newton's steps (X^T W X + diag(penalty))^-1 grad of S problems held as CSR rows idx,
-    each built in one d x d buffer and solved there (`newton_solves.solve_coupled`): no (S, d, d) Hessians
-    written and copied. singular[s] where a system is numerically singular (its step left 0
-    for the caller); the same bits as `sparse_hessian`, + diag(penalty) and `newton_solves.solve`."""
+    each built in one d x d buffer and solved there (`newton_solves.solve_coupled`): no
+    (S, d, d) Hessians written and copied. singular[s] where a system is numerically singular
+    (its step left 0 for the caller); the same bits as `sparse_hessian`, + diag(penalty) and
+    `newton_solves.solve`."""
     S, d = grad.shape
     delta, singular = np.zeros((S, d)), np.zeros(S, dtype=np.bool_)
     h = np.empty((d, d))
