@@ -29,24 +29,34 @@ PANEL, BLOCKED_MIN = 16, 96
 
 
 @jit
+def _pivot(U: np.ndarray, v: np.ndarray, k: int) -> int:
+    """Partial pivoting at step k: the row p >= k of column k's largest |entry| (the first of
+    equals) swapped with row k, in U and v; p, or -1 (nothing swapped) where that entry is 0."""
+    p = k
+    for i in range(k + 1, v.size):
+        if abs(U[i, k]) > abs(U[p, k]):
+            p = i
+    if U[p, k] == 0.0:
+        return -1
+    if p != k:
+        for j in range(v.size):
+            U[k, j], U[p, j] = U[p, j], U[k, j]
+        v[k], v[p] = v[p], v[k]
+    return p
+
+
+@jit
 def _eliminate_panel(U, v, F, k0, k1):
     """Elimination steps k0 .. k1 - 1 (pivot search, row swap, multipliers f_ik), updating
     columns below k1 and v only; f_ik goes to F[i, k - k0] (F's rows swap with U's). True
     where a pivot is exactly 0."""
     d = v.size
     for k in range(k0, k1):
-        p = k
-        for i in range(k + 1, d):
-            if abs(U[i, k]) > abs(U[p, k]):
-                p = i
-        if U[p, k] == 0.0:
+        p = _pivot(U, v, k)
+        if p < 0:
             return True
-        if p != k:
-            for j in range(d):
-                U[k, j], U[p, j] = U[p, j], U[k, j]
-            for j in range(k - k0):
-                F[k, j], F[p, j] = F[p, j], F[k, j]
-            v[k], v[p] = v[p], v[k]
+        for j in range(k - k0):
+            F[k, j], F[p, j] = F[p, j], F[k, j]
         pivot_row = U[k, k + 1 : k1]
         for i in range(k + 1, d):
             f = U[i, k] / U[k, k]
@@ -120,16 +130,8 @@ def solve_unblocked(A: np.ndarray, b: np.ndarray, x: np.ndarray) -> bool:
     d = b.size
     U, v = A.copy(), b.copy()
     for k in range(d):
-        p = k
-        for i in range(k + 1, d):
-            if abs(U[i, k]) > abs(U[p, k]):
-                p = i
-        if U[p, k] == 0.0:
+        if _pivot(U, v, k) < 0:
             return True
-        if p != k:
-            for j in range(d):
-                U[k, j], U[p, j] = U[p, j], U[k, j]
-            v[k], v[p] = v[p], v[k]
         pivot_row = U[k, k + 1 :]
         for i in range(k + 1, d):
             f = U[i, k] / U[k, k]
