@@ -20,8 +20,11 @@ import numpy as np
 
 # Multiply-adds fused (LLVM's contract, no other fast-math): a_ij - f u_kj rounds once. The
 # eliminations always ran so (they were compiled as callees of `gathered_step`'s fused loops),
-# and every result file is made of their bits; panelled or not, each update fuses alike.
-jit = numba.njit(cache=True, nogil=True, fastmath={"contract"})
+# and every result file is made of their bits; panelled or not, each update fuses alike. Both
+# flags set here, as numba otherwise takes them from whichever caller compiles a function
+# first (docs/scaling.md); numpy's error model changes no bit (every divisor is a nonzero
+# pivot), it only spares the divisions their zero checks.
+jit = numba.njit(cache=True, nogil=True, fastmath={"contract"}, error_model="numpy")
 
 # Columns per panel; systems narrower than BLOCKED_MIN are eliminated unblocked: there the
 # matrix stays in cache and panels only add overhead (measured equal at 61-65 unknowns).
