@@ -6,7 +6,7 @@ of a panel delayed and applied a few pivots at a time: each entry still receives
 updates a_ij -= f_ik u_kj, one k at a time, in increasing k, each rounded, and the pivots are
 chosen from the same values, so the answer is the unblocked elimination's bit for bit; but a
 row of the trailing matrix is read once a panel instead of once a pivot (on promoters' 172
-coupled columns at m = 78, 1.4x faster; docs/scaling.md).
+coupled columns at m = 78, 1.3x faster; docs/scaling.md).
 
 The gathered layout's compiled step (`logistic_kernels.gathered_step`, compiled with
 contracted multiply-adds) calls `solve_unblocked` itself: LLVM inlines and fuses it there, and
