@@ -34,7 +34,7 @@ STAGES = {
         ("hyperplanes.py", "max_margin"),
         ("hyperplanes.py", "has_conflicting_duplicates"),
     ],
-    "sampler": [("hyperplanes.py", "sample_version_space")],
+    "sampler": [("sampler.py", "sample_version_space")],
     "scoring": [("scoring.py", "count_errors")],
 }
 

@@ -29,7 +29,6 @@ from genvdis.logistic_kernels import (
     gathered_residuals,
     gathered_step,
     nll_terms,
-    pseudo_inverse_steps,
     shifted_terms,
     sparse_directions,
     sparse_gradient,
@@ -38,6 +37,7 @@ from genvdis.logistic_kernels import (
     stack_rows,
     sum_nll,
 )
+from genvdis.newton_solves import pseudo_inverse_steps
 
 # Gathered problems per group: larger groups share each iteration's fixed cost (Python between
 # the kernels) over more problems, smaller ones stay in cache; 4 MB of design measured fastest.

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from genvdis.newton_solves import solve_coupled, solve_unblocked
 from genvdis.streams import jit
 
 vector_jit = numba.njit(cache=True, nogil=True, fastmath={"contract"}, error_model="numpy")
@@ -169,7 +170,7 @@ def gathered_step(XT, problems, t, eta, e, beta, penalty):
             grad[a, j] = both[d, j] - penalty[j] * beta[a, j]
             hess[a, j] = both[j]
             hess[a, j, j] += penalty[j]
-        singular[a] = _solve_into(hess[a], grad[a], delta[a])
+        singular[a] = solve_unblocked(hess[a], grad[a], delta[a])
         if singular[a]:
             direction[a], new_eta[a], minus_abs[a], linear[a] = 0.0, 0.0, 0.0, 0.0
             continue
@@ -290,9 +291,10 @@ def sparse_hessian(indptr, indices, values, idx, w, d, unit):
 @jit
 def sparse_directions(indptr, indices, values, idx, w, penalty, grad, unit):
     """Newton's steps (X^T W X + diag(penalty))^-1 grad of S problems held as CSR rows idx,
-    each built in one d x d buffer and solved there (`_solve_coupled`): no (S, d, d) Hessians
-    written and copied. singular[s] where a system is numerically singular (its step left 0
-    for the caller); the same bits as `sparse_hessian`, + diag(penalty) and `_solve`."""
+    each built in one d x d buffer and solved there (`newton_solves.solve_coupled`): no
+    (S, d, d) Hessians written and copied. singular[s] where a system is numerically singular
+    (its step left 0 for the caller); the same bits as `sparse_hessian`, + diag(penalty) and
+    `newton_solves.solve`."""
     S, d = grad.shape
     delta, singular = np.zeros((S, d)), np.zeros(S, dtype=np.bool_)
     h = np.empty((d, d))
@@ -301,100 +303,7 @@ def sparse_directions(indptr, indices, values, idx, w, penalty, grad, unit):
         _hessian_into(indptr, indices, values, idx[s], w[s], unit, h)
         for j in range(d):
             h[j, j] += penalty[j]
-        singular[s] = _solve_coupled(h, grad[s], delta[s])
+        singular[s] = solve_coupled(h, grad[s], delta[s])
         if singular[s]:
             delta[s] = 0.0
     return delta, singular
-
-
-# --- Newton's d x d systems, one per problem ---
-
-
-@jit
-def _solve_into(A: np.ndarray, b: np.ndarray, x: np.ndarray) -> bool:
-    """x with A x = b, by Gaussian elimination with partial pivoting (LAPACK's dgesv, without
-    numpy's overhead per call, which exceeds a small system's work); True, and x untouched,
-    where a pivot is exactly 0 (A is numerically singular), the case where LAPACK gives up."""
-    d = b.size
-    U, v = A.copy(), b.copy()
-    for k in range(d):
-        p = k
-        for i in range(k + 1, d):
-            if abs(U[i, k]) > abs(U[p, k]):
-                p = i
-        if U[p, k] == 0.0:
-            return True
-        if p != k:
-            for j in range(d):
-                U[k, j], U[p, j] = U[p, j], U[k, j]
-            v[k], v[p] = v[p], v[k]
-        pivot_row = U[k, k + 1 :]
-        for i in range(k + 1, d):
-            f = U[i, k] / U[k, k]
-            if f != 0.0:  # a Hessian's rows are often 0 below a pivot: nothing to subtract
-                row = U[i, k + 1 :]
-                for j in range(pivot_row.size):  # 1-d views: LLVM vectorises this loop
-                    row[j] -= f * pivot_row[j]
-            v[i] -= f * v[k]
-    for k in range(d - 1, -1, -1):
-        total = v[k]
-        for j in range(k + 1, d):
-            total -= U[k, j] * x[j]
-        x[k] = total / U[k, k]
-    return False
-
-
-@jit
-def _solve_coupled(A: np.ndarray, b: np.ndarray, x: np.ndarray) -> bool:
-    """`_solve_into`, eliminating only the coupled unknowns: those whose row of A has a nonzero
-    off the diagonal. A decoupled unknown (a column absent from a training set: its Hessian row
-    is the ridge alone) is b_k / A_kk; elimination leaves the others untouched by it (its
-    multipliers are 0, and partial pivoting never picks its row), so the answer is the full
-    elimination's, bit for bit, at (coupled / d)^3 of the cost: half the columns at m = 100 on
-    adult (discrete)."""
-    d = b.size
-    coupled = np.zeros(d, dtype=np.bool_)
-    for i in range(d):
-        for j in range(d):
-            if j != i and A[i, j] != 0.0:
-                coupled[i] = True
-                break
-    at = np.flatnonzero(coupled)
-    for k in range(d):
-        if not coupled[k]:
-            if A[k, k] == 0.0:
-                return True
-    k = at.size
-    sub, rhs, y = np.empty((k, k)), np.empty(k), np.empty(k)
-    for i in range(k):
-        rhs[i] = b[at[i]]
-        for j in range(k):
-            sub[i, j] = A[at[i], at[j]]
-    if _solve_into(sub, rhs, y):
-        return True
-    for i in range(d):
-        if not coupled[i]:
-            x[i] = b[i] / A[i, i]
-    for i in range(k):
-        x[at[i]] = y[i]
-    return False
-
-
-@jit
-def _solve(A: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """`_solve_coupled` for each of S systems: x (S, d), and singular (S,)."""
-    x, singular = np.zeros(b.shape), np.zeros(b.shape[0], dtype=np.bool_)
-    for s in range(b.shape[0]):
-        singular[s] = _solve_coupled(A[s], b[s], x[s])
-    return x, singular
-
-
-def pseudo_inverse_steps(hess: np.ndarray, grad: np.ndarray) -> np.ndarray:
-    """H^+ g for each problem; no step (0) where H or g is not finite, which only an overflow
-    makes: LAPACK's SVD may fail or never return on inf and NaN."""
-    finite = np.isfinite(hess).all(axis=(1, 2)) & np.isfinite(grad).all(axis=1)
-    if finite.all():
-        return np.einsum("sde,se->sd", np.linalg.pinv(hess), grad)
-    delta = np.zeros(grad.shape)
-    delta[finite] = pseudo_inverse_steps(hess[finite], grad[finite])
-    return delta

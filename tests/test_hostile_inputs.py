@@ -26,7 +26,7 @@ from typer.testing import CliRunner
 
 from genvdis import fetch, models, scoring
 from genvdis.cli import app
-from genvdis.logistic_kernels import pseudo_inverse_steps
+from genvdis.newton_solves import pseudo_inverse_steps
 from genvdis.preprocessing import FeatureLayout
 from genvdis.scoring import EncodedData, NonFiniteDecisions, count_errors
 

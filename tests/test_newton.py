@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from genvdis import engine, layouts, logistic_kernels, splits
+from genvdis import engine, layouts, logistic_kernels, newton_solves, splits
 from genvdis.config import load_config
 from genvdis.layouts import Gathered, Sparse
 from genvdis.logistic import TINY_RIDGE
@@ -148,16 +148,16 @@ def test_eliminating_only_coupled_unknowns_is_the_full_elimination():
     rows = rng.normal(size=(S, 30, d)) * (rng.uniform(size=(S, 1, d)) < 0.6)
     A = np.einsum("smd,sme->sde", rows, rows) + 1e-8 * np.eye(d)
     b = rng.normal(size=(S, d))
-    x, singular = logistic_kernels._solve(A, b)
+    x, singular = newton_solves.solve(A, b)
     assert not singular.any()
     for s in range(S):
         full = np.zeros(d)
-        assert not logistic_kernels._solve_into(A[s], b[s], full)
+        assert not newton_solves.solve_into(A[s], b[s], full)
         np.testing.assert_array_equal(x[s], full)
     np.testing.assert_allclose(x, np.linalg.solve(A, b[..., None])[..., 0], rtol=1e-6)
     A[0, 0] = 0.0  # unpenalised and absent: no unknown to solve for
     A[0, 0, 1:] = A[0, 1:, 0] = 0.0
-    assert logistic_kernels._solve(A, b)[1][0]
+    assert newton_solves.solve(A, b)[1][0]
 
 
 def test_adult_discrete_fits_are_the_likelihoods_minima(mirror_env):
@@ -197,7 +197,7 @@ def test_fused_sparse_steps_are_the_hessians_solved_bit_for_bit():
         unit = bool((csr[2] == 1.0).all())
         assert unit == (values is X)
         hess = logistic_kernels.sparse_hessian(*csr, idx, w, 6, False)
-        expected, singular = logistic_kernels._solve(hess + np.diag(penalty), grad)
+        expected, singular = newton_solves.solve(hess + np.diag(penalty), grad)
         assert not singular.any()
         delta, singular = logistic_kernels.sparse_directions(*csr, idx, w, penalty, grad, unit)
         np.testing.assert_array_equal(delta, expected)

@@ -1,0 +1,104 @@
+"""The d x d solves under Newton's method (`genvdis.newton_solves`): Newton's iterates, and so
+every result file, are made of their bits, so the elimination must be exactly the textbook one
+with fused multiply-adds, and the panelled elimination of wide systems exactly the unblocked."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from genvdis import newton_solves
+
+
+def _minus_product(c: float, a: float, b: float) -> float:
+    """c - a b rounded once (a fused multiply-add), exactly: by rational arithmetic."""
+    return float(Fraction(c) - Fraction(a) * Fraction(b))
+
+
+def _textbook(A: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Gaussian elimination with partial pivoting, one pivot at a time, each update
+    u_ij - f u_kj (and the right-hand side's, and the back-substitution's) rounded once."""
+    U, v = A.copy(), b.copy()
+    d = b.size
+    for k in range(d):
+        p = k + int(np.argmax(np.abs(U[k:, k])))
+        U[[k, p]], v[[k, p]] = U[[p, k]], v[[p, k]]
+        for i in range(k + 1, d):
+            f = U[i, k] / U[k, k]
+            if f != 0.0:
+                for j in range(k + 1, d):
+                    U[i, j] = _minus_product(U[i, j], f, U[k, j])
+            v[i] = _minus_product(v[i], f, v[k])
+    x = np.zeros(d)
+    for k in range(d - 1, -1, -1):
+        total = v[k]
+        for j in range(k + 1, d):
+            total = _minus_product(total, U[k, j], x[j])
+        x[k] = total / U[k, k]
+    return x
+
+
+def _one_hot_hessian(rng: np.random.Generator, d: int, m: int, levels: int = 4) -> np.ndarray:
+    """A ridge-penalised X^T W X (d x d) of m one-hot rows (rank <= m, much below d), as
+    promoters' are; columns beyond the last whole attribute are absent (the ridge alone)."""
+    attributes = (d - 1) // levels
+    X = np.zeros((m, d))
+    X[:, -1] = 1.0
+    columns = np.arange(attributes) * levels + rng.integers(levels, size=(m, attributes))
+    X[np.arange(m)[:, None], columns] = 1.0
+    w = rng.uniform(0.01, 0.25, size=m)
+    return (X.T * w) @ X + 1e-8 * np.eye(d)
+
+
+def _assert_solves(A: np.ndarray, x: np.ndarray, b: np.ndarray) -> None:
+    """A backward-stable solution: residual within a few d eps |A| |x| (the one-hot systems'
+    ridge of 1e-8 makes them too ill-conditioned for a forward error bound)."""
+    scale = b.size * np.finfo(float).eps * np.abs(A).max() * np.abs(x).max()
+    assert np.abs(A @ x - b).max() <= 100 * scale + 1e-12 * np.abs(b).max()
+
+
+def _systems(d: int) -> list[np.ndarray]:
+    """A dense system, a sparse one with exact zeros below pivots, and a one-hot Hessian."""
+    rng = np.random.default_rng(d)
+    dense = rng.normal(size=(d, d))
+    sparse = dense * (rng.uniform(size=(d, d)) < 0.2) + np.diag(rng.uniform(1e-9, 1e-8, d))
+    return [dense, sparse, _one_hot_hessian(rng, d, m=d // 3)]
+
+
+@pytest.mark.parametrize("d", [5, 13, 30])
+def test_the_elimination_is_the_textbook_one_with_fused_updates(d):
+    """Bit for bit the elimination whose updates round once (what the compiled loops, built
+    with contracted multiply-adds, compute), and a solution of the system."""
+    for A in _systems(d):
+        b = np.random.default_rng(1).normal(size=d)
+        x = np.zeros(d)
+        assert not newton_solves.solve_into(A, b, x)
+        assert x.tobytes() == _textbook(A, b).tobytes()
+        _assert_solves(A, x, b)
+
+
+@pytest.mark.parametrize("d", [newton_solves.BLOCKED_MIN, 131, 10 * newton_solves.PANEL + 3])
+def test_panelled_elimination_is_the_unblocked_one_bit_for_bit(d):
+    """Wide systems, eliminated in panels with delayed updates: the same x, byte for byte, as
+    the one-pivot-at-a-time elimination, and a solution of the system."""
+    for A in _systems(d):
+        b = np.random.default_rng(2).normal(size=d)
+        x, unblocked = np.zeros(d), np.zeros(d)
+        assert not newton_solves.solve_into(A, b, x)
+        assert not newton_solves.solve_unblocked(A, b, unblocked)
+        assert x.tobytes() == unblocked.tobytes()
+        _assert_solves(A, x, b)
+
+
+def test_a_zero_pivot_in_a_later_panel_is_singular():
+    """A column of zeros beyond the first panel: no pivot there, the system is reported
+    singular and x is left untouched, as LAPACK would give up."""
+    d = newton_solves.BLOCKED_MIN + 10
+    rng = np.random.default_rng(3)
+    A = rng.normal(size=(d, d))
+    A[:, 2 * newton_solves.PANEL + 5] = 0.0
+    x = np.full(d, 7.0)
+    assert newton_solves.solve_into(A, rng.normal(size=d), x)
+    assert (x == 7.0).all()
