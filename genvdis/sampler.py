@@ -24,7 +24,7 @@ from genvdis import streams
 
 # The per-wall loops divide by c_i <= 0 on purpose (the result is never read): numpy's error
 # model lets them do so without a check, which is what lets them vectorise.
-_walls_jit = numba.njit(cache=True, nogil=True, error_model="numpy")
+_walls_jit = numba.njit(cache=True, nogil=True, fastmath=False, error_model="numpy")
 
 
 @streams.jit

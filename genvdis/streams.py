@@ -21,7 +21,11 @@ MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 MIX2 = np.uint64(0x94D049BB133111EB)
 TWO_TO_MINUS_53 = 1.0 / 9007199254740992.0
 
-jit = numba.njit(cache=True, nogil=True)
+# Every compiled function of genvdis names its fast-math and error-model flags (none of the
+# fast-math rewrites here, Python's error model): numba gives a function that names none the
+# flags of whichever caller compiles it first, and keeps that version for every caller, so a
+# callee's bits would depend on the order kernels were first used in (docs/scaling.md).
+jit = numba.njit(cache=True, nogil=True, fastmath=False, error_model="python")
 
 
 @jit

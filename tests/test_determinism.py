@@ -145,3 +145,29 @@ def test_dask_external_scheduler_gets_the_data_once_and_the_tasks(setup):
     scattered = seen.stored - seen.computed
     assert len(scattered) == 1, sorted(seen.stored)  # the data went to the cluster once ...
     assert seen.computed  # ... and the blocks ran on its workers, not in the client
+
+
+def test_every_compiled_function_names_its_own_floating_point_flags():
+    """numba compiles a function that names no fast-math or error-model flags with those of
+    whichever caller compiles it first, and keeps that version for every caller: its bits
+    would then depend on which kernel a process (or a fresh cache) used first. Scoring's
+    double-precision recount was such a callee of a contracted and a plain kernel."""
+    import importlib
+    import pkgutil
+
+    import numba.core.registry
+
+    import genvdis
+
+    unnamed = []
+    for info in pkgutil.iter_modules(genvdis.__path__):
+        if info.name == "__main__":
+            continue  # runs the command line
+        module = importlib.import_module(f"genvdis.{info.name}")
+        for name, value in vars(module).items():
+            if isinstance(value, numba.core.registry.CPUDispatcher):
+                if value.__module__ != module.__name__:
+                    continue  # imported from the module that defines it
+                missing = {"fastmath", "error_model"} - set(value.targetoptions)
+                unnamed += [f"{module.__name__}.{name} lacks {sorted(missing)}"] if missing else []
+    assert not unnamed, unnamed
