@@ -318,7 +318,10 @@ def report(
     api.check_run_options(jobs=jobs)
     results.find_runs(results_dir)
     server = explorer.make_server(results_dir, port) if serve else None
-    for path in [*write_report(results_dir, n_boot=boot, jobs=jobs), explorer.page_path(results_dir)]:
+    for path in [
+        *write_report(results_dir, n_boot=boot, jobs=jobs),
+        explorer.page_path(results_dir),
+    ]:
         typer.echo(str(path))
     if server is not None:
         explorer.serve(server, say=typer.echo)
