@@ -318,10 +318,8 @@ def report(
     api.check_run_options(jobs=jobs)
     results.find_runs(results_dir)
     server = explorer.make_server(results_dir, port) if serve else None
-    for path in [
-        *write_report(results_dir, n_boot=boot, jobs=jobs),
-        explorer.page_path(results_dir),
-    ]:
+    written = write_report(results_dir, n_boot=boot, jobs=jobs)
+    for path in [*written, explorer.page_path(results_dir)]:
         typer.echo(str(path))
     if server is not None:
         explorer.serve(server, say=typer.echo)
