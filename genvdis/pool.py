@@ -13,7 +13,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
 
 from genvdis.backends import watch_parent
@@ -31,16 +31,14 @@ def map_ordered(
     items: Sequence[T],
     jobs: int = 1,
     cost: Callable[[T], float] | None = None,
-    each_done: Callable[[], Any] | None = None,
 ) -> list[Any]:
     """[function(item) for item in items], on up to `jobs` forked processes. `cost` (a guess
     of each item's time) orders the submissions, longest first, so that one long item does not
-    start last; the list returned keeps the items' order. `each_done` is called as each item
-    finishes (a progress bar). An exception raised by `function`
+    start last; the list returned keeps the items' order. An exception raised by `function`
     (a UserError) is raised here, as it would be in this process."""
     workers = worker_count(jobs, len(items))
     if workers == 1:
-        return [_done(function(item), each_done) for item in items]
+        return [function(item) for item in items]
     order = sorted(range(len(items)), key=lambda i: -cost(items[i]) if cost else 0)
     context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(
@@ -48,15 +46,7 @@ def map_ordered(
     ) as executor:
         futures = {i: executor.submit(function, items[i]) for i in order}
         try:
-            for future in as_completed(futures.values()):
-                _done(future.result(), each_done)
             return [futures[i].result() for i in range(len(items))]
         except BaseException:
             executor.shutdown(wait=False, cancel_futures=True)
             raise
-
-
-def _done(result: Any, each_done: Callable[[], Any] | None) -> Any:
-    if each_done is not None:
-        each_done()
-    return result

@@ -23,7 +23,6 @@ import numpy as np
 import pandas as pd
 
 from genvdis import planning, results, runlock, synthetic
-from genvdis.progress import silent
 from genvdis.theoryconfig import TheoryConfig, experiment_config, load_theory_config
 
 if TYPE_CHECKING:
@@ -215,8 +214,10 @@ def _run_all_n(
     else:
         work = functools.partial(_one_n, config, root, jobs=1, progress=None, force=force,
                                  started=started)  # fmt: skip
-        with (progress or silent)(f"{config.name}: n", len(rest)) as bar:
-            found = pool.map_ordered(work, rest, jobs, each_done=lambda: bar(1))
+        # no progress bar around the pool: rich redraws it from a thread, and a worker forked
+        # while that thread holds the console's lock would wait on it forever; each n logs
+        # a line when it is done instead
+        found = pool.map_ordered(work, rest, jobs)
         done |= dict(zip(rest, found, strict=True))
     return [done[n] for n in config.n]
 
