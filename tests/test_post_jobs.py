@@ -7,16 +7,18 @@ import filecmp
 import os
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 from learningcurves import results_folder
 from typer.testing import CliRunner
 
-from genvdis import pool, results, runfiles
+from genvdis import pool, results, runfiles, theory
 from genvdis.cli import app
 from genvdis.errors import UserError
 from genvdis.plotting import plot_results
 from genvdis.report import write_report
+from genvdis.theoryconfig import load_theory_config
 
 
 def _square_or_refuse(x: int) -> tuple[int, int]:
@@ -99,3 +101,23 @@ def test_theory_with_jobs_writes_the_same_bytes(tmp_path, monkeypatch):
         assert result.exit_code == 0, result.output
     assert pooled == [[5, 4, 3]]  # with 2 jobs only, largest first
     _same_files(tmp_path / "jobs1", tmp_path / "jobs2")
+
+
+def _fake_n(config, root, n, jobs, progress, force, started):
+    return {"n": n, "jobs": jobs, "pid": os.getpid()}, pd.DataFrame({"n": [n]})
+
+
+def test_theory_runs_a_dominant_n_alone_on_every_worker(tmp_path, monkeypatch):
+    """n = 40 is more than half the work: it runs first, in this process with both jobs (the
+    engine's workers); the three small n then run at once on forked processes, one job each."""
+    config = dict(name="tiny", kind="gaussian", n=[3, 4, 5, 40], effect=1.0, n_rows=5000,
+                  m=[10, 30, 100], splits=4, epsilon=[0.03])  # fmt: skip
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(config))
+    monkeypatch.setattr(theory, "_one_n", _fake_n)
+    done = theory._run_all_n(load_theory_config(path), tmp_path, 2, None, False, 0.0)
+    rows = [row for row, _ in done]
+    assert [row["n"] for row in rows] == [3, 4, 5, 40]  # the config's order
+    assert [row["jobs"] for row in rows] == [1, 1, 1, 2]
+    assert rows[3]["pid"] == os.getpid()
+    assert os.getpid() not in {row["pid"] for row in rows if row["n"] != 40}
