@@ -288,10 +288,10 @@ def plot(
 ) -> None:
     """Draw error vs. m for every run, and Figure 1 (3 x 5) when paper panels are there."""
     _headless()
-    from genvdis import api
+    from genvdis import pool
     from genvdis.plotting import plot_results
 
-    api.check_run_options(jobs=jobs)
+    pool.check_jobs(jobs)
     for path in plot_results(results_dir, jobs=jobs):
         typer.echo(str(path))
 
@@ -308,14 +308,14 @@ def report(
     jobs: Jobs = 1,
 ) -> None:
     """Crossovers, asymptotes and verdicts per run: REPORT.md, REPORT.html, explorer.html."""
-    from genvdis import api, explorer, results
+    from genvdis import explorer, pool, results
     from genvdis.config import MAX_BOOT, MIN_BOOT
     from genvdis.errors import UserError
     from genvdis.report import write_report
 
     if not MIN_BOOT <= boot <= MAX_BOOT:
         raise UserError(f"--boot must be from {MIN_BOOT} to {MAX_BOOT}, not {boot}")
-    api.check_run_options(jobs=jobs)
+    pool.check_jobs(jobs)
     results.find_runs(results_dir)
     server = explorer.make_server(results_dir, port) if serve else None
     written = write_report(results_dir, n_boot=boot, jobs=jobs)

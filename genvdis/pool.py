@@ -17,8 +17,16 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
 
 from genvdis.backends import watch_parent
+from genvdis.errors import UserError
 
 T = TypeVar("T")
+
+
+def check_jobs(jobs: int) -> None:
+    """--jobs as every command takes it (`api.check_run_options` checks it so too); cheap, so
+    that `plot` and `report` need not import what a run's options need."""
+    if jobs < 1:
+        raise UserError("--jobs must be >= 1")
 
 
 def worker_count(jobs: int, tasks: int) -> int:
