@@ -45,7 +45,7 @@ def _takes_jobs(tree: Path, command: str) -> bool:
     env = {**os.environ, "PYTHONPATH": str(tree)}
     help_text = subprocess.run(
         [sys.executable, "-m", "genvdis.cli", command, "--help"],
-        env=env, capture_output=True, text=True, check=True,
+        env=env, capture_output=True, text=True, check=True, cwd=tempfile.gettempdir(),
     ).stdout  # fmt: skip
     return "--jobs" in help_text
 
@@ -65,11 +65,13 @@ def _commands(tree: Path, folder: Path, jobs: int) -> dict[str, list[list[str]]]
     }
 
 
-def _time(commands: list[list[str]], tree: Path) -> tuple[float, float]:
+def _time(commands: list[list[str]], tree: Path, where: Path) -> tuple[float, float]:
+    """Wall and CPU time of the commands, run in `where`: `python -m` puts the working folder
+    first on sys.path, so run in a checkout it would import that checkout's genvdis."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
     cpu, start = _cpu(), time.perf_counter()
     for command in commands:
-        subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL, cwd=where)
     return time.perf_counter() - start, _cpu() - cpu
 
 
@@ -115,7 +117,7 @@ def main() -> None:
                 shutil.copytree(args.results, folder)
                 commands = _commands(tree, folder, args.jobs)
                 for step in steps:
-                    wall, cpu = _time(commands[step], tree)
+                    wall, cpu = _time(commands[step], tree, Path(scratch))
                     old = best.get((side, step), (float("inf"), float("inf")))
                     best[(side, step)] = (min(old[0], wall), min(old[1], cpu))
                     print(f"  {side:8} {step:7} {wall:6.1f} s wall {cpu:6.1f} s CPU", flush=True)
