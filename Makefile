@@ -56,13 +56,13 @@ theory: $(STAMP)
 	$(BIN)/genvdis theory $(THEORY) --jobs $(JOBS)
 
 plot: $(STAMP)
-	$(BIN)/genvdis plot results/
-	$(BIN)/genvdis plot results/examples/
+	$(BIN)/genvdis plot results/ --jobs $(JOBS)
+	$(BIN)/genvdis plot results/examples/ --jobs $(JOBS)
 
 # the examples first: the explorer of results/ shows their runs with their analysis
 report: $(STAMP)
-	$(BIN)/genvdis report results/examples/
-	$(BIN)/genvdis report results/
+	$(BIN)/genvdis report results/examples/ --jobs $(JOBS)
+	$(BIN)/genvdis report results/ --jobs $(JOBS)
 
 # then `make report` adds the stability table (results/sensitivity.csv)
 sweep: $(STAMP)

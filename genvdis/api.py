@@ -88,10 +88,9 @@ def check_run_options(
     Traceback (most recent call last):
     genvdis.errors.UserError: --jobs must be >= 1
     """
-    from genvdis import estimators
+    from genvdis import estimators, pool
 
-    if jobs < 1:
-        raise UserError("--jobs must be >= 1")
+    pool.check_jobs(jobs)
     if backend not in BACKENDS:
         raise UserError(f"--backend must be loky, threading or dask, not '{backend}'")
     if scheduler and backend != "dask":

@@ -284,12 +284,15 @@ def plot(
     results_dir: Annotated[Path, typer.Argument(help="A results folder, or one run in it.")] = Path(
         "results"
     ),
+    jobs: Jobs = 1,
 ) -> None:
     """Draw error vs. m for every run, and Figure 1 (3 x 5) when paper panels are there."""
     _headless()
+    from genvdis import pool
     from genvdis.plotting import plot_results
 
-    for path in plot_results(results_dir):
+    pool.check_jobs(jobs)
+    for path in plot_results(results_dir, jobs=jobs):
         typer.echo(str(path))
 
 
@@ -302,18 +305,21 @@ def report(
         bool, typer.Option("--serve", help="Then serve the folder on 127.0.0.1 until Ctrl-C.")
     ] = False,
     port: Annotated[int, typer.Option(help="Port for --serve (0: any free port).")] = 8000,
+    jobs: Jobs = 1,
 ) -> None:
     """Crossovers, asymptotes and verdicts per run: REPORT.md, REPORT.html, explorer.html."""
-    from genvdis import explorer, results
+    from genvdis import explorer, pool, results
     from genvdis.config import MAX_BOOT, MIN_BOOT
     from genvdis.errors import UserError
     from genvdis.report import write_report
 
     if not MIN_BOOT <= boot <= MAX_BOOT:
         raise UserError(f"--boot must be from {MIN_BOOT} to {MAX_BOOT}, not {boot}")
+    pool.check_jobs(jobs)
     results.find_runs(results_dir)
     server = explorer.make_server(results_dir, port) if serve else None
-    for path in [*write_report(results_dir, n_boot=boot), explorer.page_path(results_dir)]:
+    written = write_report(results_dir, n_boot=boot, jobs=jobs)
+    for path in [*written, explorer.page_path(results_dir)]:
         typer.echo(str(path))
     if server is not None:
         explorer.serve(server, say=typer.echo)

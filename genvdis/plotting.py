@@ -140,17 +140,27 @@ def plot_figure1(results_dir: Path, runs: list[Path]) -> list[Path]:
     return save_figure(fig, results_dir / "figure1")
 
 
-def plot_results(results_dir: Path) -> list[Path]:
-    """Every run's figure under `results_dir`, and Figure 1 if any paper panel is there."""
+def plot_results(results_dir: Path, jobs: int = 1) -> list[Path]:
+    """Every run's figure under `results_dir`, and Figure 1 if any paper panel is there; each
+    figure its own task, on up to `jobs` processes (`pool.map_ordered`)."""
+    from genvdis import pool
+
     runs = results.find_runs(results_dir)
     if not runs:
         from genvdis.errors import UserError
 
         raise UserError(f"no runs (folders with summary.csv) under {results_dir}")
-    written = [path for run in runs for path in plot_run(run)]
+    tasks: list[tuple[Path, list[Path] | None]] = [(run, None) for run in runs]
     if runs != [results_dir]:
-        written += plot_figure1(results_dir, runs)
-    return written
+        tasks.append((Path(results_dir), runs))
+    drawn = pool.map_ordered(_draw, tasks, jobs, cost=lambda t: 1 if t[1] is None else len(t[1]))
+    return [path for paths in drawn for path in paths]
+
+
+def _draw(task: tuple[Path, list[Path] | None]) -> list[Path]:
+    """One task of `plot_results`: a run's figure (runs None), or Figure 1 of `runs`."""
+    target, runs = task
+    return plot_run(target) if runs is None else plot_figure1(target, runs)
 
 
 def plot_theory(

@@ -383,13 +383,13 @@ def to_html(blocks: list[Block], title: str) -> str:
 
 
 def write_report(
-    results_dir: Path, reanalyse: bool = True, n_boot: int = 1000
+    results_dir: Path, reanalyse: bool = True, n_boot: int = 1000, jobs: int = 1
 ) -> tuple[Path, Path]:
-    """Write REPORT.md and REPORT.html; by default re-run the analysis first so the report,
-    analysis.csv and each differences.csv always agree."""
+    """Write REPORT.md and REPORT.html; by default re-run the analysis first (on up to `jobs`
+    processes) so the report, analysis.csv and each differences.csv always agree."""
     results_dir = Path(results_dir)
     if reanalyse or not (results_dir / "analysis.csv").exists():
-        runfiles.analyse_results(results_dir, n_boot=n_boot)
+        runfiles.analyse_results(results_dir, n_boot=n_boot, jobs=jobs)
     table = runfiles.read_analysis(results_dir)
     blocks = build_blocks(results_dir, table)
     md, page = results_dir / "REPORT.md", results_dir / "REPORT.html"

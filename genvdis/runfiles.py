@@ -8,6 +8,7 @@ written here is written atomically (`results.atomic_write_text`).
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from pathlib import Path
@@ -145,10 +146,13 @@ def _analyse_run(run_dir: Path, n_boot: int, seed: int) -> PanelAnalysis:
     return done
 
 
-def analyse_results(results_dir: Path, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
-    """Every run under `results_dir` with an errors.csv analysed, and the table of them
-    written as analysis.csv (ordered by paper panel, then name)."""
-    from genvdis import analysis
+def analyse_results(
+    results_dir: Path, n_boot: int = 1000, seed: int = 0, jobs: int = 1
+) -> pd.DataFrame:
+    """Every run under `results_dir` with an errors.csv analysed (on up to `jobs` processes:
+    each run's analysis is its own), and the table of them written as analysis.csv (ordered
+    by paper panel, then name)."""
+    from genvdis import analysis, pool
 
     results_dir = Path(results_dir)
     if not results_dir.is_dir():
@@ -161,7 +165,8 @@ def analyse_results(results_dir: Path, n_boot: int = 1000, seed: int = 0) -> pd.
             ", ".join(summaries_only),
         )
     runs = sorted(p for p in results_dir.iterdir() if (p / "errors.csv").exists())
-    done = [_analyse_run(p, n_boot, seed) for p in runs]
+    work = functools.partial(_analyse_run, n_boot=n_boot, seed=seed)
+    done = pool.map_ordered(work, runs, jobs, cost=lambda p: (p / "errors.csv").stat().st_size)
     if not done:
         raise UserError(f"no panel with an errors.csv under {results_dir}")
     table = analysis.results_table([d.row for d in done])

@@ -12,6 +12,7 @@ squares fits of m* = a + b log n and m* = a + b n (`fits.csv`), and a figure. Se
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import time
@@ -170,24 +171,13 @@ def run_theory(
 def _run_theory(
     config: TheoryConfig, root: Path, jobs: int, progress: Progress | None, force: bool
 ) -> Path:
-    """`run_theory` once its folder is locked."""
-    from genvdis import engine, plotting
+    """`run_theory` once its folder is locked (the n's schedule: `_run_all_n`)."""
+    from genvdis import plotting
 
     started = time.perf_counter()
-    tables, asymptotes = [], []
-    for n in config.n:
-        experiment = experiment_config(config, n)
-        run_dir = engine.run_experiment(experiment, root, jobs=jobs, progress=progress, force=force)
-        row = asymptote_row(config, n)
-        asymptotes.append(row)
-        errors = pd.read_csv(run_dir / "errors.csv")
-        exact, pool = row["asymptotic_error"], row["pool_bayes_error"]
-        reference = pool if config.reference == "pool" else exact
-        tables.append(
-            sample_complexity(errors, n, exact, config.epsilon, config.boot, config.seed, reference)
-        )
-        log.info("%s: n = %d done (%.0f s so far)", config.name, n, time.perf_counter() - started)
-    table = pd.concat(tables, ignore_index=True)
+    done = _run_all_n(config, root, jobs, progress, force, started)
+    asymptotes = [row for row, _ in done]
+    table = pd.concat([t for _, t in done], ignore_index=True)
     fits = fit_forms(table)
     with results.writing(root, "the sample complexity"):
         results.atomic_write_csv(root / "sample_complexity.csv", table)
@@ -196,6 +186,69 @@ def _run_theory(
     plotting.plot_theory(table, fits, root / config.name, config.display_title, _caption(config))
     log.info("%s: wrote %s in %.0f s", config.name, root, time.perf_counter() - started)
     return root
+
+
+def _run_all_n(
+    config: TheoryConfig,
+    root: Path,
+    jobs: int,
+    progress: Progress | None,
+    force: bool,
+    started: float,
+) -> list[tuple[dict, pd.DataFrame]]:
+    """Every n's (asymptote row, m* table), in the config's order. With more than one job, an
+    n that holds more than a worker's share of the work (`_cost`) runs alone on all of them,
+    largest first; the rest run at once, each on one process (largest first), rather than one
+    after another: the small n have too few tasks to keep the workers busy. Each n's numbers
+    are the same either way (the engine's do not depend on the workers)."""
+    from genvdis import pool
+
+    each = functools.partial(_one_n, config, root, progress=progress, force=force, started=started)
+    alone, rest = [], sorted(config.n, key=lambda n: -_cost(config, n))
+    workers = pool.worker_count(jobs, len(rest))
+    while len(rest) > 1 and _cost(config, rest[0]) * workers > sum(_cost(config, n) for n in rest):
+        alone.append(rest.pop(0))
+    done = {n: each(n, jobs) for n in alone}
+    if pool.worker_count(jobs, len(rest)) == 1:
+        done |= {n: each(n, jobs) for n in rest}
+    else:
+        work = functools.partial(_one_n, config, root, jobs=1, progress=None, force=force,
+                                 started=started)  # fmt: skip
+        # no progress bar around the pool: rich redraws it from a thread, and a worker forked
+        # while that thread holds the console's lock would wait on it forever; each n logs
+        # a line when it is done instead
+        found = pool.map_ordered(work, rest, jobs)
+        done |= dict(zip(rest, found, strict=True))
+    return [done[n] for n in config.n]
+
+
+def _cost(config: TheoryConfig, n: int) -> float:
+    """A guess of the work at n, up to a constant: the sum of m (n + 1) over the m grid (the
+    configs/theory-*.yaml runs' CPU time at n = 46 and 70 grew about like it)."""
+    return float(sum(experiment_config(config, n).size_grid)) * (n + 1)
+
+
+def _one_n(
+    config: TheoryConfig,
+    root: Path,
+    n: int,
+    jobs: int,
+    progress: Progress | None,
+    force: bool,
+    started: float,
+) -> tuple[dict, pd.DataFrame]:
+    """One n: its engine run (into `<root>/n<n>/`), its asymptote row and its m* table."""
+    from genvdis import engine
+
+    experiment = experiment_config(config, n)
+    run_dir = engine.run_experiment(experiment, root, jobs=jobs, progress=progress, force=force)
+    row = asymptote_row(config, n)
+    errors = pd.read_csv(run_dir / "errors.csv")
+    exact, pool = row["asymptotic_error"], row["pool_bayes_error"]
+    reference = pool if config.reference == "pool" else exact
+    table = sample_complexity(errors, n, exact, config.epsilon, config.boot, config.seed, reference)
+    log.info("%s: n = %d done (%.0f s so far)", config.name, n, time.perf_counter() - started)
+    return row, table
 
 
 def _caption(config: TheoryConfig) -> str:
