@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
@@ -29,8 +30,18 @@ def check_jobs(jobs: int) -> None:
         raise UserError("--jobs must be >= 1")
 
 
+def can_fork() -> bool:
+    """Whether forked workers are safe here: on Linux. Windows has no fork, and on macOS a
+    process that has used the system's frameworks (Accelerate's BLAS) may crash in a forked
+    child, so there the work stays in this process."""
+    return sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
+
+
 def worker_count(jobs: int, tasks: int) -> int:
-    """--jobs, capped at the tasks and at this machine's cores (1: this process)."""
+    """--jobs, capped at the tasks and at this machine's cores; 1 (this process) where
+    forking is not safe (`can_fork`)."""
+    if not can_fork():
+        return 1
     return max(1, min(jobs, tasks, os.cpu_count() or 1))
 
 

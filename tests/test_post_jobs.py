@@ -45,6 +45,14 @@ def test_map_ordered_keeps_the_items_order_whatever_the_cost():
     assert {pid for _, pid in one} == {os.getpid()}
 
 
+@pytest.mark.parametrize("platform", ["darwin", "win32"])
+def test_where_forking_is_unsafe_the_work_stays_in_this_process(monkeypatch, platform):
+    monkeypatch.setattr(pool.sys, "platform", platform)
+    done = pool.map_ordered(_square_or_refuse, list(range(6)), jobs=2)
+    assert [value for value, _ in done] == [x * x for x in range(6)]
+    assert {pid for _, pid in done} == {os.getpid()}
+
+
 def test_map_ordered_raises_a_workers_user_error():
     with pytest.raises(UserError, match="item -3: negative"):
         pool.map_ordered(_square_or_refuse, [1, 2, -3, 4], jobs=2)
