@@ -62,6 +62,8 @@ def class_sums(
         for i in range(m):
             row = Z[idx[s, i]]
             c = y[idx[s, i]]
+            if c < 0 or c >= K:  # unchecked, it would write outside the arrays
+                raise ValueError("class_sums: a label outside 0..K-1")
             counts[s, c] += 1.0
             for j in range(p):
                 v = row[j] - ref[j]

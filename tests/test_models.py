@@ -543,3 +543,19 @@ def test_a_far_maximum_is_the_vanishing_ridge_fit():
     assert abs(reference.coef_[0, 0]) > 300  # a steep, far maximum
     np.testing.assert_allclose(ours.coef_, reference.coef_[0], rtol=1e-6)
     assert ours.intercept_ == pytest.approx(reference.intercept_[0], rel=1e-6)
+
+
+def test_naive_bayes_sums_refuse_a_label_outside_the_classes():
+    """A binary model handed a third class (a K-class config's labels) must fail, not write
+    past its arrays (it once aborted the process with corrupted memory)."""
+    from genvdis.models import class_sums
+
+    Z = np.arange(12, dtype=float).reshape(6, 2)
+    idx = np.array([[0, 1, 2, 3, 4, 5]])
+    counts, _, _ = class_sums(Z, np.array([0, 1, 0, 1, 0, 1]), idx, 2)
+    assert counts.tolist() == [[3.0, 3.0]]
+    for labels in ([0, 1, 2, 1, 0, 1], [0, 1, -1, 1, 0, 1]):
+        with pytest.raises(ValueError, match="outside 0..K-1"):
+            class_sums(Z, np.array(labels), idx, 2)
+    counts, _, _ = class_sums(Z, np.array([0, 1, 2, 1, 0, 2]), idx, 2, 3)
+    assert counts.tolist() == [[2.0, 2.0, 2.0]]
