@@ -209,7 +209,7 @@ def _run_all_n(
     while len(rest) > 1 and _cost(config, rest[0]) * workers > sum(_cost(config, n) for n in rest):
         alone.append(rest.pop(0))
     done = {n: each(n, jobs) for n in alone}
-    if pool.worker_count(jobs, len(rest)) == 1:
+    if workers == 1 or len(rest) < 2:
         done |= {n: each(n, jobs) for n in rest}
     else:
         work = functools.partial(_one_n, config, root, jobs=1, progress=None, force=force,
