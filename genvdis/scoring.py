@@ -36,6 +36,7 @@ class EncodedData:
     n_negative: int
     scoring32: np.ndarray  # `scoring` in single precision: scoring's first, fast pass
     column_max: np.ndarray  # max |value| of each scoring column: bounds single's rounding
+    sparse: SparseRows | None  # `scoring`'s nonzeros, where few: scoring's faster first pass
 
     @property
     def width(self) -> int:
@@ -60,6 +61,7 @@ class EncodedData:
         return cls(
             onehot, np.ascontiguousarray(onehot[:, columns]), y, columns,
             scoring, rank, int((y == 0).sum()), scoring32, np.abs(scoring).max(axis=0, initial=0.0),
+            SparseRows.of(scoring),
         )  # fmt: skip
 
     def as_onehot(self, fit: BatchFit, reference_coding: bool) -> np.ndarray:
@@ -73,6 +75,39 @@ class EncodedData:
             coef[..., :-1] = fit.coef
         coef[..., -1] = fit.intercept
         return coef
+
+
+@dataclass
+class SparseRows:
+    """The nonzeros of the scoring rows (CSR: row r's are at start[r]:start[r + 1]), values in
+    both precisions. One-hot rows are mostly zeros (adult's discrete attributes: 9 nonzeros
+    in 99 columns), and a decision value summed over the nonzeros alone is D / nnz times less
+    work than the BLAS product over every column."""
+
+    start: np.ndarray
+    column: np.ndarray
+    value: np.ndarray
+    value32: np.ndarray
+
+    # below this share of nonzeros the sums beat the product (benchmarks/bench_scoring.py)
+    MAX_DENSITY = 0.3
+
+    @classmethod
+    def of(cls, rows: np.ndarray) -> SparseRows | None:
+        """The nonzeros of `rows`, or None where they are too many to pay."""
+        if np.count_nonzero(rows) > cls.MAX_DENSITY * rows.size:
+            return None
+        return cls.of_any(rows)
+
+    @classmethod
+    def of_any(cls, rows: np.ndarray) -> SparseRows:
+        """The nonzeros of `rows`, however many."""
+        r, c = np.nonzero(rows)
+        start = np.searchsorted(r, np.arange(rows.shape[0] + 1)).astype(np.int64)
+        value = rows[r, c]
+        with np.errstate(over="ignore"):
+            value32 = value.astype(np.float32)
+        return cls(start, c.astype(np.int32), value, value32)
 
 
 SCORE_BYTES = 2**19  # a chunk of decision values stays in a core's L2 cache
@@ -173,21 +208,69 @@ def _wrong_on_rows(
 def _count_in_chunks(
     fast: np.ndarray, fast_coef: np.ndarray, tolerance: np.ndarray, scoring: np.ndarray,
     coef: np.ndarray, n_negative: int, chunk: int, tested: np.ndarray | None,
+    start: np.ndarray, column: np.ndarray, value: np.ndarray,
 ) -> np.ndarray:  # fmt: skip
     """`_count_wrong` over every chunk of rows, each chunk's decision values one BLAS product
-    (numba calls it; a Python loop's calls cost as much as the products)."""
+    (numba calls it; a Python loop's calls cost as much as the products), or, given the rows'
+    nonzeros (`start` not empty: `SparseRows`), their sums."""
     errors = np.zeros(fast_coef.shape[1], dtype=np.int32)
     n = fast.shape[0]
+    decision = np.empty((chunk, fast_coef.shape[1]), dtype=fast_coef.dtype)
     for first, last, positive in ((0, n_negative, False), (n_negative, n, True)):
-        for start in range(first, last, chunk):
-            stop = min(start + chunk, last)
-            decision = np.dot(fast[start:stop], fast_coef)
-            rows = scoring[start:stop]
-            if tested is None:
-                _count_wrong(decision, tolerance, rows, coef, positive, errors, None)
+        for begin in range(first, last, chunk):
+            stop = min(begin + chunk, last)
+            if start.size:
+                values = decision[: stop - begin]
+                _sparse_decisions(start, column, value, begin, fast_coef, values)
             else:
-                _count_wrong(decision, tolerance, rows, coef, positive, errors, tested[start:stop])
+                values = np.dot(fast[begin:stop], fast_coef)
+            rows = scoring[begin:stop]
+            marks = None if tested is None else tested[begin:stop]
+            _count_wrong(values, tolerance, rows, coef, positive, errors, marks)
     return errors
+
+
+@streams.jit
+def _sparse_decisions(
+    start: np.ndarray, column: np.ndarray, value: np.ndarray, first: int, coef: np.ndarray,
+    out: np.ndarray,
+) -> None:  # fmt: skip
+    """out[r] = row first + r times coef (D + 1, K), summed over the row's nonzeros only: each
+    adds a multiple of one contiguous row of coef, which vectorises over the K classifiers."""
+    for r in range(out.shape[0]):
+        values = out[r]
+        values[:] = 0.0
+        for t in range(start[first + r], start[first + r + 1]):
+            x, w = value[t], coef[column[t]]
+            for k in range(values.size):
+                values[k] += x * w[k]
+
+
+@streams.jit
+def _wrong_on_sparse_rows(
+    start: np.ndarray, column: np.ndarray, value: np.ndarray, fast_classifiers: np.ndarray,
+    tolerance: np.ndarray, scoring: np.ndarray, coef: np.ndarray, rows: np.ndarray,
+    n_negative: int,
+) -> np.ndarray:  # fmt: skip
+    """`_wrong_on_rows` from the rows' nonzeros (`SparseRows`): each decision value a sum over
+    its row's nonzeros, decided as `_count_wrong` decides it."""
+    S, K, m = rows.shape[0], fast_classifiers.shape[0], rows.shape[1]
+    wrong = np.zeros(K, dtype=np.int64)
+    values = np.empty(m, dtype=fast_classifiers.dtype)
+    for s in range(S):
+        at = rows[s]
+        for k in range(s, K, S):
+            w, bound = fast_classifiers[k], tolerance[k]
+            for i in range(m):
+                values[i] = 0.0
+                for t in range(start[at[i]], start[at[i] + 1]):
+                    values[i] += value[t] * w[column[t]]
+                positive = at[i] >= n_negative
+                v = -values[i] if positive else values[i]
+                wrong[k] += not v <= bound
+                if abs(v) <= bound:
+                    wrong[k] += _wrong_in_double(scoring[at[i]], coef, k, positive)
+    return wrong
 
 
 class NonFiniteDecisions(ArithmeticError):
@@ -237,6 +320,14 @@ def _tolerance(d, reach, scale, sane, u: float, tiny: float) -> np.ndarray:
     return np.where(sane, 2 * ((d + 3) * u * np.where(sane, reach, 0.0) + d * tiny * scale), np.inf)
 
 
+def _nonzeros(sparse: SparseRows | None, dtype: np.dtype) -> tuple[np.ndarray, ...]:
+    """The kernels' (start, column, value) in the precision scoring runs in; empty arrays
+    (the BLAS product) for dense rows."""
+    if sparse is None:
+        return np.empty(0, np.int64), np.empty(0, np.int32), np.empty(0, dtype)
+    return sparse.start, sparse.column, sparse.value32 if dtype == np.float32 else sparse.value
+
+
 def count_errors(
     data: EncodedData,
     classifiers: np.ndarray,
@@ -261,14 +352,22 @@ def count_errors(
     fast, fast_coef, fast_tolerance, sane = _scoring_precision(data, coef)
     tested = None if test_mask is None else np.ascontiguousarray(test_mask.T[np.argsort(data.rank)])
     chunk = max(64, SCORE_BYTES // (fast.itemsize * classifiers.shape[0]))
+    nonzeros = _nonzeros(data.sparse, fast.dtype)
     errors = _count_in_chunks(
-        fast, fast_coef, fast_tolerance, data.scoring, coef, data.n_negative, chunk, tested
-    ).astype(np.int64)
+        fast, fast_coef, fast_tolerance, data.scoring, coef, data.n_negative, chunk, tested,
+        *nonzeros,
+    ).astype(np.int64)  # fmt: skip
     if tested is None:
-        errors -= _wrong_on_rows(
-            fast, np.ascontiguousarray(fast_coef.T), fast_tolerance, data.scoring, coef,
-            data.rank[train], data.n_negative,
-        )  # fmt: skip
+        at, by_row = data.rank[train], np.ascontiguousarray(fast_coef.T)
+        if data.sparse is None:
+            wrong = _wrong_on_rows(
+                fast, by_row, fast_tolerance, data.scoring, coef, at, data.n_negative
+            )
+        else:
+            wrong = _wrong_on_sparse_rows(
+                *nonzeros, by_row, fast_tolerance, data.scoring, coef, at, data.n_negative
+            )
+        errors -= wrong
     if not sane.all():
         S, m = train.shape
         models = sorted({int(k) // S + 1 for k in np.flatnonzero(~sane)})

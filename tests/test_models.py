@@ -559,3 +559,24 @@ def test_naive_bayes_sums_refuse_a_label_outside_the_classes():
             class_sums(Z, np.array(labels), idx, 2)
     counts, _, _ = class_sums(Z, np.array([0, 1, 2, 1, 0, 2]), idx, 2, 3)
     assert counts.tolist() == [[2.0, 2.0, 2.0]]
+
+
+def test_naive_bayes_sums_from_the_one_hot_nonzeros_are_the_same_bits():
+    """Where the splits read more rows than the data has, the one-hot sums come from the
+    data's nonzeros (CSR); they must equal the row-by-row pass bit for bit, continuous
+    columns alongside."""
+    from genvdis import models
+
+    rng = np.random.default_rng(3)
+    layout = FeatureLayout(2, (6, 5, 8))
+    X = np.column_stack(
+        [rng.normal(size=(200, 2))] + [rng.integers(0, k, 200) for k in layout.levels]
+    )
+    Z, y = layout.onehot(X), rng.integers(0, 3, 200)
+    idx = np.array([rng.choice(200, size=120, replace=False) for _ in range(8)])
+    assert idx.size >= 2 * len(Z)  # the CSR pass
+    empty = np.empty(0, dtype=np.int64)
+    by_rows = models._class_sums(Z, y, idx, 2, 3, empty, empty, np.empty(0))
+    for got, want in zip(models.class_sums(Z, y, idx, 2, 3), by_rows, strict=True):
+        assert np.array_equal(got, want)
+    assert by_rows[1][:, :, 2:].sum() == idx.size * len(layout.levels)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 from tables import mixed_data
 
@@ -55,3 +57,33 @@ def test_count_errors_decides_near_zero_decisions_in_double_precision():
                 assert got[k] == int(wrong[tested[k % S]].sum()), (scale, k)
         near = (np.abs(Z1 @ classifiers.T) < 1e-9).sum(axis=0)
         assert (near >= 2).all()  # every classifier has rows on its knife edge
+
+
+def test_one_hot_rows_are_scored_from_their_nonzeros_with_the_same_counts():
+    """Wide one-hot rows (mostly zeros) take the sparse first pass; its counts, near-zero
+    decisions included, must be the BLAS product's and the double-precision ones, with a
+    mask or testing on every other row."""
+    rng = np.random.default_rng(7)
+    levels = (5, 7, 4, 9, 6, 8)
+    X = np.column_stack([rng.integers(0, k, 300) for k in levels]).astype(float)
+    y = rng.integers(0, 2, 300)
+    data = EncodedData.encode(X, y, FeatureLayout(0, levels))
+    assert data.sparse is not None  # 7 nonzeros in 40 columns
+    dense = dataclasses.replace(data, sparse=None)
+    S = 5
+    Z1 = np.column_stack([data.onehot, np.ones(300)])
+    classifiers = rng.normal(size=(2 * S, data.width))
+    for k in range(0, 2 * S, 2):  # a hair (1e-10) off the boundary through a data row
+        classifiers[k, -1] -= Z1[rng.integers(300)] @ classifiers[k] + (-1) ** k * 1e-10
+    train = np.array([rng.choice(300, size=40, replace=False) for _ in range(S)])
+    mask = rng.uniform(size=(S, 300)) < 0.6
+    rest = np.ones((S, 300), dtype=bool)
+    rest[np.arange(S)[:, None], train] = False
+    for test_mask, tested in ((mask, mask), (None, rest)):
+        got = count_errors(data, classifiers, train, test_mask)
+        assert np.array_equal(got, count_errors(dense, classifiers, train, test_mask))
+        for k in range(2 * S):
+            wrong = (Z1 @ classifiers[k] > 0) != y.astype(bool)
+            assert got[k] == int(wrong[tested[k % S]].sum())
+    near = (np.abs(Z1 @ classifiers[::2].T) < 1e-9).sum(axis=0)
+    assert (near >= 1).all()  # the knife edges are there to be decided
