@@ -54,8 +54,8 @@ def classifiers_of(path: str, splits: int) -> tuple[str, scoring.EncodedData, li
 def compare(path: str, splits: int, repeats: int) -> None:
     name, encoded, kept = classifiers_of(path, splits)
     if encoded.sparse is None:
-        sparse_data = dataclasses.replace(encoded, sparse=scoring.SparseRows.of_any(encoded.scoring))
-        dense_data = encoded
+        every = scoring.SparseRows.of_any(encoded.scoring)
+        sparse_data, dense_data = dataclasses.replace(encoded, sparse=every), encoded
     else:
         sparse_data, dense_data = encoded, dataclasses.replace(encoded, sparse=None)
     density = sparse_data.sparse.column.size / encoded.scoring.size

@@ -16,6 +16,7 @@ import numba
 import numpy as np
 
 from genvdis import streams
+from genvdis.logistic_kernels import dense_csr
 
 if TYPE_CHECKING:
     from genvdis.models import BatchFit
@@ -102,12 +103,10 @@ class SparseRows:
     @classmethod
     def of_any(cls, rows: np.ndarray) -> SparseRows:
         """The nonzeros of `rows`, however many."""
-        r, c = np.nonzero(rows)
-        start = np.searchsorted(r, np.arange(rows.shape[0] + 1)).astype(np.int64)
-        value = rows[r, c]
+        start, column, value = dense_csr(np.ascontiguousarray(rows, dtype=float), False)
         with np.errstate(over="ignore"):
             value32 = value.astype(np.float32)
-        return cls(start, c.astype(np.int32), value, value32)
+        return cls(start, column, value, value32)
 
 
 SCORE_BYTES = 2**19  # a chunk of decision values stays in a core's L2 cache
@@ -324,7 +323,7 @@ def _nonzeros(sparse: SparseRows | None, dtype: np.dtype) -> tuple[np.ndarray, .
     """The kernels' (start, column, value) in the precision scoring runs in; empty arrays
     (the BLAS product) for dense rows."""
     if sparse is None:
-        return np.empty(0, np.int64), np.empty(0, np.int32), np.empty(0, dtype)
+        return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, dtype)
     return sparse.start, sparse.column, sparse.value32 if dtype == np.float32 else sparse.value
 
 
