@@ -51,8 +51,21 @@ def test_a_whole_run_loads_neither_scipy_stats_nor_plotting_nor_sklearn(
     code += "try:\n    app()\nexcept SystemExit as e:\n    assert not e.code, e.code"
     loaded = _loaded_after(code)
     assert (out / "toy" / "summary.csv").exists()
-    # the LP (scipy.optimize) runs on the rare split that needs it: not asserted here
-    assert [m for m in loaded if m != "scipy.optimize"] == []
+    assert loaded == []
+
+
+def test_the_separability_lp_runs_without_importing_scipy_optimize():
+    """The LP's HiGHS bindings are loaded from their file (genvdis.lp), not through
+    scipy.optimize's package (~0.2 s a process); the solution is linprog's, bit for bit, and
+    scipy.optimize imported afterwards works with the same bindings."""
+    code = (
+        "import numpy as np\nfrom genvdis import lp\n"
+        "A = np.array([[1.0, 0.5, 1.0], [-0.5, 1.0, 1.0], [0.2, -1.0, -1.0]])\n"
+        "x, _ = lp.solve(A)\nassert lp._highs_core() is not None\nimport sys\n"
+        "assert 'scipy.optimize' not in sys.modules\n"
+        "want, _ = lp._by_linprog(A)\nassert x.tobytes() == want.tobytes(), (x, want)"
+    )
+    assert _loaded_after(code) == ["scipy.optimize"]  # imported by linprog, last
 
 
 def test_every_blas_the_kernels_call_runs_on_one_thread(tmp_path, write_toy, toy_config):
