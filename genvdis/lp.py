@@ -14,13 +14,11 @@ in tests/test_hyperplanes.py.
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import numpy as np
+
+from genvdis import extensions
 
 # linprog's default tolerance for accepting HiGHS's solution (`_check_result`: sqrt(1e-9) * 10)
 _FEASIBILITY_TOL = np.sqrt(1e-9) * 10
@@ -30,42 +28,16 @@ _core: ModuleType | None | object = _MISSING
 
 def _highs_core() -> ModuleType | None:
     """scipy's HiGHS bindings, or None where they are missing or differ from what `_direct`
-    expects (it tries them once on a one-row LP). Imported on the first LP, not with the
-    module: scipy.optimize costs ~0.3 s of start-up."""
+    expects (it tries them once on a one-row LP). Loaded on the first LP, not with the
+    module, and without scipy.optimize's package (`extensions`)."""
     global _core
     if _core is _MISSING:
         try:
-            core = _load_bindings()
+            core = extensions.load("scipy.optimize._highspy._core")
             _core = core if _solve(core, np.ones((1, 1))) is not None else None
         except (ImportError, AttributeError, TypeError, ValueError):
             _core = None
     return _core  # type: ignore[return-value]
-
-
-_BINDINGS = "scipy.optimize._highspy._core"
-
-
-def _load_bindings() -> ModuleType:
-    """The bindings' extension module, loaded from its file without running scipy.optimize's
-    package (which imports all of scipy.optimize: ~0.2 s in each process that needs an LP,
-    6% of a 1000-split pima run). It is registered under its own name, so a later import of
-    scipy.optimize (linprog, scikit-learn) finds it there instead of loading it twice. Where
-    the file is not where scipy 1.17 keeps it, the plain import."""
-    if _BINDINGS in sys.modules:
-        return sys.modules[_BINDINGS]
-    import scipy
-
-    folder = Path(scipy.__file__).parent / "optimize" / "_highspy"
-    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-        spec = importlib.util.spec_from_file_location(_BINDINGS, folder / f"_core{suffix}")
-        if spec is not None and spec.loader is not None and Path(spec.origin).is_file():
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-            sys.modules[_BINDINGS] = module
-            return module
-    import scipy.optimize._highspy._core as module
-
-    return module
 
 
 def _options(core: ModuleType) -> object:

@@ -12,6 +12,8 @@ import ctypes.util
 
 from threadpoolctl import ThreadpoolController
 
+from genvdis import extensions
+
 MALLOC_KEEP_BYTES = 1 << 30
 
 _DONE: list[bool] = []  # set once this process is tuned
@@ -51,9 +53,8 @@ def one_thread() -> contextlib.AbstractContextManager:
     cost more than fitting a small block. The compiled kernels' np.dot and np.linalg call
     scipy's own OpenBLAS (numba loads it through scipy.linalg.cython_blas on first call), a
     second library beside numpy's: load it first, or the controller misses it and it runs on
-    every core."""
+    every core (loaded without scipy.linalg's package: `extensions`)."""
     if not _THREADPOOLS:
-        import scipy.linalg.cython_blas  # noqa: F401
-
+        extensions.load("scipy.linalg.cython_blas")
         _THREADPOOLS.append(ThreadpoolController())
     return _THREADPOOLS[0].limit(limits=1)

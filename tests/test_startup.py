@@ -22,9 +22,10 @@ from genvdis.csvtext import csv_text
 
 # Heavy, and not needed before a run's first task (matplotlib: plot/report; sklearn: tests and
 # benchmarks; dask: --backend dask; scipy.stats: the theory runs; scipy.optimize: the rare LP;
-# joblib: runs on workers, not --jobs 1; pooch: downloads, not a cache hit).
+# joblib: runs on workers, not --jobs 1; pooch: downloads, not a cache hit; scipy.linalg's
+# package: the kernels need only its BLAS module, genvdis.extensions).
 HEAVY = ["scipy.stats", "scipy.optimize", "matplotlib", "sklearn", "dask", "distributed"]
-HEAVY += ["joblib", "pooch"]
+HEAVY += ["joblib", "pooch", "scipy.linalg"]
 
 
 def _loaded_after(code: str, cwd=None) -> list[str]:
@@ -65,7 +66,26 @@ def test_the_separability_lp_runs_without_importing_scipy_optimize():
         "assert 'scipy.optimize' not in sys.modules\n"
         "want, _ = lp._by_linprog(A)\nassert x.tobytes() == want.tobytes(), (x, want)"
     )
-    assert _loaded_after(code) == ["scipy.optimize"]  # imported by linprog, last
+    assert set(_loaded_after(code)) == {"scipy.optimize", "scipy.linalg"}  # by linprog, last
+
+
+def test_the_kernels_blas_comes_without_scipy_linalg_and_the_package_still_imports():
+    """numba's compiled np.dot finds BLAS in scipy.linalg.cython_blas, loaded from its file by
+    genvdis.extensions (tuning.one_thread) without the package; importing scipy.linalg
+    afterwards gives the same module, and its functions work."""
+    code = (
+        "import numpy as np, sys\nfrom genvdis import tuning, scoring\n"
+        "with tuning.one_thread():\n"
+        "    blas = sys.modules['scipy.linalg.cython_blas']\n"
+        "    assert 'scipy.linalg' not in sys.modules\n"
+        "    a = np.arange(12.0).reshape(3, 4)\n"
+        "    e = scoring._count_in_chunks(a, a.T.copy(), np.zeros(3), a, a.T.copy(), 1, 2, None,"
+        " np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0))\n"
+        "    assert 'scipy.linalg' not in sys.modules\n"
+        "import scipy.linalg, scipy.linalg.cython_blas as again\nassert again is blas\n"
+        "assert np.allclose(scipy.linalg.solve(np.eye(2) * 2, np.ones(2)), 0.5)"
+    )
+    assert _loaded_after(code) == ["scipy.linalg"]
 
 
 def test_every_blas_the_kernels_call_runs_on_one_thread(tmp_path, write_toy, toy_config):
