@@ -308,7 +308,8 @@ def test_conjugate_gradient_packs_finished_problems_without_changing_a_step(monk
 def test_preconditioner_is_the_inverse_or_where_singular_the_pseudo_inverse():
     """Each split's block X^T diag(w) X + ridge inverted by its Cholesky factor, as LU does;
     a split whose weights w are all 0 (no ridge on the intercept: singular) gets the
-    pseudo-inverse, and the others in its batch keep their inverses."""
+    pseudo-inverse, and the others in its batch keep their inverses. The per-class scales are
+    the ratios of the classes' weight totals, 1 where those are all 0."""
     X, _ = _ridge_problems(7, 3, 20)
     P = np.random.default_rng(7).dirichlet(np.ones(4), size=(3, 20))[:, :, 1:]
     P[1] = 0.0
@@ -320,6 +321,10 @@ def test_preconditioner_is_the_inverse_or_where_singular_the_pseudo_inverse():
         expected = np.linalg.pinv(block) if s == 1 else np.linalg.inv(block)
         np.testing.assert_allclose(inverse[s], expected, rtol=1e-10, atol=1e-12)
         np.testing.assert_array_equal(inverse[s], inverse[s].T)
+    scales = softmax._class_scales(P)[:, :, 0]  # 1 / s_c: positive and finite, so SPD
+    assert np.isfinite(scales).all() and (scales > 0).all() and (scales[1] == 1).all()
+    totals = (P[0] * (1 - P[0])).sum(axis=0)
+    np.testing.assert_allclose(1 / scales[0], totals / totals.mean(), rtol=1e-14)
 
 
 def test_ridge_rule_decides_separability_as_the_lp_and_keeps_the_likelihood_elsewhere():
