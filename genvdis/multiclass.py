@@ -174,15 +174,15 @@ def _add_wrong(scores, y, tested, errors):  # noqa: ANN001, ANN202 (compiled)
     rule, ties to the lowest class), in one pass (2x as fast as argmax, compare, mask, sum)."""
     S = tested.shape[0]
     for i in range(scores.shape[0]):
-        for l in range(scores.shape[1]):
-            if not tested[l % S, i]:
+        for c in range(scores.shape[1]):  # classifier c
+            if not tested[c % S, i]:
                 continue
-            best, top = 0, scores[i, l, 0]
+            best, top = 0, scores[i, c, 0]
             for k in range(1, scores.shape[2]):
-                if scores[i, l, k] > top:
-                    best, top = k, scores[i, l, k]
+                if scores[i, c, k] > top:
+                    best, top = k, scores[i, c, k]
             if best != y[i]:
-                errors[l] += 1
+                errors[c] += 1
 
 
 __all__ = [

@@ -486,7 +486,7 @@ def test_count_errors_in_chunks_of_rows_counts_as_at_once(monkeypatch):
     coef = rng.normal(size=(2 * S, K, D + 1))
     mask = rng.random((S, n)) < 0.5
     expected = [
-        ((np.argmax(Z1 @ c.T, axis=1) != y) & mask[l % S]).sum() for l, c in enumerate(coef)
+        ((np.argmax(Z1 @ c.T, axis=1) != y) & mask[k % S]).sum() for k, c in enumerate(coef)
     ]
     monkeypatch.setattr(multiclass, "SCORE_BYTES", 8 * 2 * S * K * 7)  # 7 rows a chunk
     np.testing.assert_array_equal(count_errors(Z1, y, coef, train, mask), expected)
