@@ -2,7 +2,7 @@
 another genvdis, side by side, as `bench_adult.py` does (same options), with this example, 200
 splits per m and two workers as defaults.
 
-    git worktree add /tmp/genvdis-before 6b45a30
+    git worktree add /tmp/genvdis-before 75f5d91    # 0.6.0 (6b45a30: before Newton-CG)
     GENVDIS_MIRROR=../shared/uci python benchmarks/bench_softmax.py --against /tmp/genvdis-before \
         [--splits 200] [--jobs 2] [--repeat 3] [CONFIG]
 
