@@ -238,8 +238,8 @@ def cg_step(X: np.ndarray, P: np.ndarray, penalty: np.ndarray, grad: np.ndarray)
     ridge fit (strongly convex): iterations of O(m d K), stopped at a residual below
     max(min(0.1, |grad|^2), FORCING_FLOOR) |grad| (a forcing term that keeps Newton quadratic
     until the steps are ~1e-5 of the weights, tight enough that the fit agrees with
-    `exact_step`'s to ~1e-11) or after (K - 1) d iterations. Each problem stops on its own:
-    its step never depends on the batch."""
+    `exact_step`'s to ~1e-10, as with no floor) or after (K - 1) d iterations. Each problem
+    stops on its own: its step never depends on the batch."""
     norm = np.sqrt(_dot(grad, grad))
     goal = np.maximum(np.minimum(0.1, norm**2), FORCING_FLOOR) * norm
     state = _Conjugate(X, P, penalty, grad, goal)
