@@ -192,7 +192,8 @@ class _Conjugate:
         goal: np.ndarray,
     ) -> None:  # fmt: skip
         self.index = np.flatnonzero(_dot(grad, grad) > 0)
-        self.X, P = X[self.index], P[self.index]
+        whole = self.index.size == len(X)  # X and P are only read: no copies then
+        self.X, P = (X, P) if whole else (X[self.index], P[self.index])
         self.XT = np.ascontiguousarray(np.swapaxes(self.X, 1, 2))
         self.PT = np.ascontiguousarray(np.swapaxes(P, 1, 2))
         self.inverse, self.scale = _preconditioner(self.X, P, penalty), _class_scales(P)
@@ -277,7 +278,8 @@ def newton_softmax(
     active = np.arange(S)
     loss, P = _loss(X, y, V, penalty)
     for _ in range(max_iter):
-        Xa, ya, Va = X[active], y[active], V[active]
+        Xa = X if active.size == S else X[active]  # read only: no copy while all are active
+        ya, Va = y[active], V[active]
         grad = np.matmul(np.swapaxes(target[active] - P[:, :, 1:], 1, 2), Xa) - penalty * Va
         delta = solver(Xa, P[:, :, 1:], penalty, grad)
         decrement = np.einsum(
