@@ -19,7 +19,7 @@ from sklearn.discriminant_analysis import LinearDiscriminantAnalysis as SkLDA
 from sklearn.linear_model import LogisticRegression as SkLR
 from sklearn.naive_bayes import CategoricalNB, GaussianNB
 
-from genvdis import hyperplanes, multiclass, softmax, splits
+from genvdis import hyperplanes, multiclass, softmax, softmax_cg, splits
 from genvdis.errors import UserError
 from genvdis.models import LDA, LogisticRegression, NaiveBayes
 from genvdis.multiclass import MultiLDA, MultiNaiveBayes, count_errors
@@ -288,21 +288,21 @@ def test_conjugate_gradient_packs_finished_problems_without_changing_a_step(monk
     P = np.full(y.shape + (3,), 0.25)
     grad = 1e-4 * np.random.default_rng(6).normal(size=(8, 3, 6))
     penalty = np.array([1.0] * 5 + [0.0])
-    sizes, pack = [], softmax._Conjugate.pack
+    sizes, pack = [], softmax_cg._Conjugate.pack
 
     def recording(self, live, out):
         sizes.append((live.size, int(live.sum())))
         return pack(self, live, out)
 
-    monkeypatch.setattr(softmax._Conjugate, "pack", recording)
+    monkeypatch.setattr(softmax_cg._Conjugate, "pack", recording)
     together = cg_step(X, P, penalty, grad)
-    assert any(kept < softmax._Conjugate.PACK_FRACTION * size for size, kept in sizes)
+    assert any(kept < softmax_cg._Conjugate.PACK_FRACTION * size for size, kept in sizes)
     for s in range(8):
         alone = cg_step(X[s : s + 1], P[s : s + 1], penalty, grad[s : s + 1])
         np.testing.assert_array_equal(alone[0], together[s])
         H = softmax._hessian(X[s : s + 1], P[s : s + 1], penalty)[0]
         residual = np.linalg.norm(H @ together[s].ravel() - grad[s].ravel())
-        assert residual <= softmax.FORCING_FLOOR * np.linalg.norm(grad[s]) * 1.01
+        assert residual <= softmax_cg.FORCING_FLOOR * np.linalg.norm(grad[s]) * 1.01
 
 
 def test_preconditioner_is_the_inverse_or_where_singular_the_pseudo_inverse():
@@ -314,14 +314,14 @@ def test_preconditioner_is_the_inverse_or_where_singular_the_pseudo_inverse():
     P = np.random.default_rng(7).dirichlet(np.ones(4), size=(3, 20))[:, :, 1:]
     P[1] = 0.0
     penalty = np.array([0.5] * 5 + [0.0])
-    inverse = softmax._preconditioner(X, P, penalty)
+    inverse = softmax_cg._preconditioner(X, P, penalty)
     for s in range(3):
         w = (P[s] * (1 - P[s])).mean(axis=1)
         block = X[s].T @ (w[:, None] * X[s]) + np.diag(penalty)
         expected = np.linalg.pinv(block) if s == 1 else np.linalg.inv(block)
         np.testing.assert_allclose(inverse[s], expected, rtol=1e-10, atol=1e-12)
         np.testing.assert_array_equal(inverse[s], inverse[s].T)
-    scales = softmax._class_scales(P)[:, :, 0]  # 1 / s_c: positive and finite, so SPD
+    scales = softmax_cg._class_scales(P)[:, :, 0]  # 1 / s_c: positive and finite, so SPD
     assert np.isfinite(scales).all() and (scales > 0).all() and (scales[1] == 1).all()
     totals = (P[0] * (1 - P[0])).sum(axis=0)
     np.testing.assert_allclose(1 / scales[0], totals / totals.mean(), rtol=1e-14)
