@@ -153,3 +153,6 @@ def cg_step(X: np.ndarray, P: np.ndarray, penalty: np.ndarray, grad: np.ndarray)
             live = state.pack(live, out)
     out[state.index] = state.step
     return out
+
+
+__all__ = ["FORCING_FLOOR", "cg_step"]
