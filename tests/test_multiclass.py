@@ -19,7 +19,7 @@ from sklearn.discriminant_analysis import LinearDiscriminantAnalysis as SkLDA
 from sklearn.linear_model import LogisticRegression as SkLR
 from sklearn.naive_bayes import CategoricalNB, GaussianNB
 
-from genvdis import hyperplanes, splits
+from genvdis import hyperplanes, multiclass, softmax, softmax_cg, splits
 from genvdis.errors import UserError
 from genvdis.models import LDA, LogisticRegression, NaiveBayes
 from genvdis.multiclass import MultiLDA, MultiNaiveBayes, count_errors
@@ -279,6 +279,54 @@ def test_conjugate_gradient_fit_does_not_depend_on_the_batch():
         np.testing.assert_array_equal(alone[0], together[s])
 
 
+def test_conjugate_gradient_packs_finished_problems_without_changing_a_step(monkeypatch):
+    """Problems that need few CG iterations beside ones that need many: the finished ones are
+    packed out (fewer problems iterate) and every step is bit for bit the one computed alone,
+    and solves its Newton system to CG's goal (gradients ~1e-4: the floored one, 1e-6)."""
+    X, y = _ridge_problems(6, 8, 60)
+    X[::2, :, :-1] *= 20  # badly scaled features: many more iterations
+    P = np.full(y.shape + (3,), 0.25)
+    grad = 1e-4 * np.random.default_rng(6).normal(size=(8, 3, 6))
+    penalty = np.array([1.0] * 5 + [0.0])
+    sizes, pack = [], softmax_cg._Conjugate.pack
+
+    def recording(self, live, out):
+        sizes.append((live.size, int(live.sum())))
+        return pack(self, live, out)
+
+    monkeypatch.setattr(softmax_cg._Conjugate, "pack", recording)
+    together = cg_step(X, P, penalty, grad)
+    assert any(kept < softmax_cg._Conjugate.PACK_FRACTION * size for size, kept in sizes)
+    for s in range(8):
+        alone = cg_step(X[s : s + 1], P[s : s + 1], penalty, grad[s : s + 1])
+        np.testing.assert_array_equal(alone[0], together[s])
+        H = softmax._hessian(X[s : s + 1], P[s : s + 1], penalty)[0]
+        residual = np.linalg.norm(H @ together[s].ravel() - grad[s].ravel())
+        assert residual <= softmax_cg.FORCING_FLOOR * np.linalg.norm(grad[s]) * 1.01
+
+
+def test_preconditioner_is_the_inverse_or_where_singular_the_pseudo_inverse():
+    """Each split's block X^T diag(w) X + ridge inverted by its Cholesky factor, as LU does;
+    a split whose weights w are all 0 (no ridge on the intercept: singular) gets the
+    pseudo-inverse, and the others in its batch keep their inverses. The per-class scales are
+    the ratios of the classes' weight totals, 1 where those are all 0."""
+    X, _ = _ridge_problems(7, 3, 20)
+    P = np.random.default_rng(7).dirichlet(np.ones(4), size=(3, 20))[:, :, 1:]
+    P[1] = 0.0
+    penalty = np.array([0.5] * 5 + [0.0])
+    inverse = softmax_cg._preconditioner(X, P, penalty)
+    for s in range(3):
+        w = (P[s] * (1 - P[s])).mean(axis=1)
+        block = X[s].T @ (w[:, None] * X[s]) + np.diag(penalty)
+        expected = np.linalg.pinv(block) if s == 1 else np.linalg.inv(block)
+        np.testing.assert_allclose(inverse[s], expected, rtol=1e-10, atol=1e-12)
+        np.testing.assert_array_equal(inverse[s], inverse[s].T)
+    scales = softmax_cg._class_scales(P)[:, :, 0]  # 1 / s_c: positive and finite, so SPD
+    assert np.isfinite(scales).all() and (scales > 0).all() and (scales[1] == 1).all()
+    totals = (P[0] * (1 - P[0])).sum(axis=0)
+    np.testing.assert_allclose(1 / scales[0], totals / totals.mean(), rtol=1e-14)
+
+
 def test_ridge_rule_decides_separability_as_the_lp_and_keeps_the_likelihood_elsewhere():
     """separable: ridge fits the ridge first and certifies from it: the decisions are still
     the independent LP's, also where the ridge fit (small C) misclassifies a training row of
@@ -424,6 +472,23 @@ def test_count_errors_is_the_argmax_error_with_ties_to_the_lowest_class():
     mask = np.zeros((2, n), dtype=bool)
     mask[:, :7] = True
     expected = [(np.argmax(Z1[:7] @ c.T, axis=1) != y[:7]).sum() for c in coef]
+    np.testing.assert_array_equal(count_errors(Z1, y, coef, train, mask), expected)
+
+
+def test_count_errors_in_chunks_of_rows_counts_as_at_once(monkeypatch):
+    """Scores computed a few rows at a time (the masks sliced with them) give the counts of
+    the one-pass argmax over every row."""
+    rng = np.random.default_rng(12)
+    n, K, D, S = 40, 4, 3, 3
+    Z1 = np.column_stack([rng.normal(size=(n, D)), np.ones(n)])
+    y = rng.integers(0, K, n)
+    train = np.sort(np.stack([rng.choice(n, 8, replace=False) for _ in range(S)]), axis=1)
+    coef = rng.normal(size=(2 * S, K, D + 1))
+    mask = rng.random((S, n)) < 0.5
+    expected = [
+        ((np.argmax(Z1 @ c.T, axis=1) != y) & mask[k % S]).sum() for k, c in enumerate(coef)
+    ]
+    monkeypatch.setattr(multiclass, "SCORE_BYTES", 8 * 2 * S * K * 7)  # 7 rows a chunk
     np.testing.assert_array_equal(count_errors(Z1, y, coef, train, mask), expected)
 
 
