@@ -41,58 +41,67 @@ def signed_rows(X: np.ndarray, y: np.ndarray) -> np.ndarray:
 def widest(Z: np.ndarray) -> float:
     """1 + max_i ||z_i||_1 over the rows of Z: bounds ||a_i||_1 for every constraint row.
     Compiled for 2-d double rows in C order, with numpy's own pairwise summation (the very
-    bits of np.abs(Z).sum(axis=-1)) and no n x d temporary; numpy's for the rest."""
+    bits of np.abs(Z).sum(axis=-1)) and no n x d temporary; numpy's for the rest (whose order
+    of summation differs)."""
     if Z.size == 0:
         return 1.0
     if Z.ndim == 2 and Z.dtype == np.float64 and Z.flags.c_contiguous:
-        return 1.0 + _widest_rows(Z)
+        return 1.0 + _widest_rows(Z, _pairwise_plan(0, Z.shape[1]))
     return 1.0 + float(np.abs(Z).sum(axis=-1).max())
 
 
+def _pairwise_plan(start: int, n: int) -> np.ndarray:
+    """numpy's pairwise summation of n terms (numpy's loops_utils.h) as a postfix program:
+    rows (start, length) sum a piece of at most 128 terms, rows (-1, -1) add the last two
+    sums. numpy splits more than 128 terms into halves at a multiple of 8."""
+    if n <= 128:
+        return np.array([[start, n]], dtype=np.int64)
+    half = n // 2 - (n // 2) % 8
+    add = np.array([[-1, -1]], dtype=np.int64)
+    return np.vstack([_pairwise_plan(start, half), _pairwise_plan(start + half, n - half), add])
+
+
 @streams.jit
-def _widest_rows(Z: np.ndarray) -> float:
-    """max_i of `_pairwise_abs_sum` over the rows of Z (at least one row); NaN if one is."""
-    top = _pairwise_abs_sum(Z[0], 0, Z.shape[1])
-    for i in range(1, Z.shape[0]):
-        total = _pairwise_abs_sum(Z[i], 0, Z.shape[1])
-        if total > top or total != total:
-            top = total
-            if total != total:
+def _widest_rows(Z: np.ndarray, plan: np.ndarray) -> float:
+    """max_i sum_k |Z[i, k]|, each row summed as `plan` says (at least one row); NaN if a
+    row's sum is. Not recursive: numba's cache cannot load recursive functions."""
+    stack, top = np.empty(plan.shape[0]), -np.inf
+    for i in range(Z.shape[0]):
+        depth = 0
+        for step in range(plan.shape[0]):
+            if plan[step, 0] >= 0:
+                stack[depth] = _piece_abs_sum(Z[i], plan[step, 0], plan[step, 1])
+                depth += 1
+            else:
+                depth -= 1
+                stack[depth - 1] += stack[depth]
+        if stack[0] > top or stack[0] != stack[0]:
+            top = stack[0]
+            if top != top:
                 break
     return top
 
 
 @streams.jit
-def _pairwise_abs_sum(row: np.ndarray, start: int, n: int) -> float:
-    """sum |row[start:start + n]| in the order of numpy's pairwise summation (numpy's
-    loops_utils.h: below 8 terms one by one; up to 128 in 8 running sums then the rest; above,
-    the two halves split at a multiple of 8), so the same bits as np.abs(row).sum()."""
+def _piece_abs_sum(row: np.ndarray, start: int, n: int) -> float:
+    """sum |row[start:start + n]|, n <= 128, as numpy sums it: below 8 terms one by one, else
+    in 8 running sums, added pairwise, then the terms beyond a multiple of 8 one by one."""
     if n < 8:
         total = 0.0
         for i in range(start, start + n):
             total += abs(row[i])
         return total
-    if n <= 128:
-        a, b, c, d = abs(row[start]), abs(row[start + 1]), abs(row[start + 2]), abs(row[start + 3])
-        e, f, g, h = (abs(row[start + 4]), abs(row[start + 5]), abs(row[start + 6]),
-                      abs(row[start + 7]))  # fmt: skip
-        end = start + n - n % 8
-        for i in range(start + 8, end, 8):
-            a, b, c, d = (
-                a + abs(row[i]),
-                b + abs(row[i + 1]),
-                c + abs(row[i + 2]),
-                d + abs(row[i + 3]),
-            )
-            e, f = e + abs(row[i + 4]), f + abs(row[i + 5])
-            g, h = g + abs(row[i + 6]), h + abs(row[i + 7])
-        total = ((a + b) + (c + d)) + ((e + f) + (g + h))
-        for i in range(end, start + n):
-            total += abs(row[i])
-        return total
-    half = n // 2
-    half -= half % 8
-    return _pairwise_abs_sum(row, start, half) + _pairwise_abs_sum(row, start + half, n - half)
+    a, b, c, d = abs(row[start]), abs(row[start + 1]), abs(row[start + 2]), abs(row[start + 3])
+    e, f, g, h = abs(row[start + 4]), abs(row[start + 5]), abs(row[start + 6]), abs(row[start + 7])
+    end = start + n - n % 8
+    for i in range(start + 8, end, 8):
+        a, b, c, d = a + abs(row[i]), b + abs(row[i + 1]), c + abs(row[i + 2]), d + abs(row[i + 3])
+        e, f = e + abs(row[i + 4]), f + abs(row[i + 5])
+        g, h = g + abs(row[i + 6]), h + abs(row[i + 7])
+    total = ((a + b) + (c + d)) + ((e + f) + (g + h))
+    for i in range(end, start + n):
+        total += abs(row[i])
+    return total
 
 
 def certify(lowest: np.ndarray, z: np.ndarray, row_norm: np.ndarray | float) -> np.ndarray:
