@@ -92,9 +92,19 @@ def spec_hash(spec: SyntheticDataset) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def draw(spec: SyntheticDataset) -> tuple[np.ndarray, np.ndarray]:
+    """The rows (X, y) a spec names: a pure function of the spec."""
+    return sample(parameters(spec), spec.n_rows, np.random.default_rng([spec.seed, 1]))
+
+
 def load_synthetic(spec: SyntheticDataset) -> RawData:
     """A synthetic table as `datasource.load_data` wants it: features x001.., label column 'y'."""
-    X, y = sample(parameters(spec), spec.n_rows, np.random.default_rng([spec.seed, 1]))
+    return raw_table(spec, *draw(spec))
+
+
+def raw_table(spec: SyntheticDataset, X: np.ndarray, y: np.ndarray) -> RawData:
+    """The table of the rows `draw(spec)` gave (`genvdis theory` draws them once for the run
+    and the Bayes rule's error on them)."""
     width = len(str(spec.n_features))
     names = [f"x{i + 1:0{width}d}" for i in range(spec.n_features)]
     if spec.kind == "binary":  # categorical columns: 2x faster through `prepare` than ints

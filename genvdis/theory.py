@@ -139,14 +139,17 @@ def fit_forms(table: pd.DataFrame) -> pd.DataFrame:
 # --- the experiment --------------------------------------------------------------------------
 
 
-def asymptote_row(config: TheoryConfig, n: int) -> dict:
+def asymptote_row(
+    config: TheoryConfig, n: int, drawn: tuple[np.ndarray, np.ndarray] | None = None
+) -> dict:
     """The exact asymptotic error at n, and the Bayes rule's error on the drawn rows: what the
     mean test error converges to on this finite pool (test sets are the pool minus the training
-    rows), off the exact value by the pool's sampling noise, sd ~ sqrt(p (1 - p) / n_rows)."""
+    rows), off the exact value by the pool's sampling noise, sd ~ sqrt(p (1 - p) / n_rows).
+    `drawn`: the rows (`synthetic.draw`), if the caller has them."""
     spec = config.dataset(n)
     error, method = synthetic.asymptotic_error(spec)
     params = synthetic.parameters(spec)
-    X, y = synthetic.sample(params, spec.n_rows, np.random.default_rng([spec.seed, 1]))
+    X, y = synthetic.draw(spec) if drawn is None else drawn
     pool = float(np.mean((synthetic.bayes_log_odds(params, X) > 0) != y))
     k = synthetic.n_informative(spec)
     return {"n": n, "informative": k, "asymptotic_error": error, "method": method,
@@ -260,11 +263,15 @@ def _one_n(
 
     experiment = experiment_config(config, n)
     run_dir = root / experiment.name
-    if _recorded_run(experiment, run_dir) is None:
-        engine.run_experiment(experiment, root, jobs=jobs, progress=progress, force=force)
+    if _recorded_run(experiment, run_dir) is None:  # the rows are drawn once, for both
+        drawn = synthetic.draw(config.dataset(n))
+        row = asymptote_row(config, n, drawn)
+        raw = synthetic.raw_table(config.dataset(n), *drawn)
+        del drawn  # the engine's table holds the rows from here on
+        engine.run_experiment(experiment, root, jobs=jobs, progress=progress, force=force, raw=raw)
     else:
         log.info("%s: up to date (%s)", experiment.name, run_dir)
-    row = asymptote_row(config, n)
+        row = asymptote_row(config, n)
     errors = pd.read_csv(run_dir / "errors.csv")
     exact, pool = row["asymptotic_error"], row["pool_bayes_error"]
     reference = pool if config.reference == "pool" else exact
