@@ -4,6 +4,7 @@ drawing data, fitting or drawing figures, and what is not is rebuilt to the same
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -65,19 +66,26 @@ def test_the_manifest_lists_every_output(first):
                                       "mini.png", "mini.pdf"}  # fmt: skip
 
 
-def test_a_rerun_of_an_up_to_date_folder_does_nothing(first, tmp_path, monkeypatch):
+def test_a_rerun_of_an_up_to_date_folder_does_nothing(first, tmp_path, monkeypatch, caplog):
     out = _copy(first, tmp_path)
     _forbid(monkeypatch, "engine", "asymptote", "plot")
-    root = theory.run_theory(parse_theory_config(CONFIG), out)
+    with caplog.at_level(logging.INFO, logger="genvdis"):
+        root = theory.run_theory(parse_theory_config(CONFIG), out)
     assert _files(root) == first[1]
+    assert f"mini: up to date ({root})" in caplog.messages
 
 
-def test_a_changed_figure_is_redrawn_without_running_the_n_again(first, tmp_path, monkeypatch):
+def test_a_changed_figure_is_redrawn_without_running_the_n_again(
+    first, tmp_path, monkeypatch, caplog
+):
     out = _copy(first, tmp_path)
     (out / "mini" / "mini.png").write_bytes(b"not a figure")
     _forbid(monkeypatch, "engine")
-    root = theory.run_theory(parse_theory_config(CONFIG), out)
+    with caplog.at_level(logging.INFO, logger="genvdis"):
+        root = theory.run_theory(parse_theory_config(CONFIG), out)
     assert _files(root) == first[1]
+    assert f"n3: up to date ({root / 'n3'})" in caplog.messages
+    assert not any(message.startswith("mini: up to date") for message in caplog.messages)
 
 
 def test_a_changed_run_is_run_again_and_only_it(first, tmp_path, monkeypatch):
