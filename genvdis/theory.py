@@ -13,7 +13,6 @@ squares fits of m* = a + b log n and m* = a + b n (`fits.csv`), and a figure. Se
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import logging
 import math
@@ -197,12 +196,11 @@ def _run_theory(
         results.atomic_write_csv(root / "sample_complexity.csv", table)
         results.atomic_write_csv(root / "fits.csv", fits)
         results.atomic_write_csv(root / "asymptotes.csv", pd.DataFrame(asymptotes))
-    stem = root / config.name
-    figures = plotting.plot_theory(table, fits, stem, config.display_title, _caption(config))
-    made = ["sample_complexity.csv", "fits.csv", "asymptotes.csv", *(p.name for p in figures)]
+    plotting.plot_theory(table, fits, root / config.name, config.display_title, _caption(config))
+    made = _outputs(config)
     keys = [_run_fingerprint(root / f"n{n}") for n in config.n]
     manifest = {"fingerprint": _fingerprint(config, keys),
-                "files": {name: _file_hash(root / name) for name in made}}  # fmt: skip
+                "files": {name: results._file_sha256(root / name) for name in made}}  # fmt: skip
     with results.writing(root, "the sample complexity"):
         results.atomic_write_text(root / MANIFEST, json.dumps(manifest, indent=1) + "\n")
     log.info("%s: wrote %s in %.0f s", config.name, root, time.perf_counter() - started)
@@ -311,7 +309,14 @@ def _up_to_date(config: TheoryConfig, root: Path) -> bool:
         return False
     if made_by != _fingerprint(config, keys):
         return False
-    return all(_file_hash(root / name) == digest for name, digest in listed.items())
+    hashes = {name: results._file_sha256(root / name) for name in _outputs(config)}
+    return None not in hashes.values() and hashes == listed
+
+
+def _outputs(config: TheoryConfig) -> list[str]:
+    """The files of a theory folder that its manifest lists."""
+    tables = ["sample_complexity.csv", "fits.csv", "asymptotes.csv"]
+    return [*tables, f"{config.name}.png", f"{config.name}.pdf"]
 
 
 def _recorded_run(experiment: ExperimentConfig, run_dir: Path) -> str | None:
@@ -354,10 +359,3 @@ def _fingerprint(config: TheoryConfig, keys: list[str | None]) -> str:
     return results.fingerprint(
         {**made_from, "runs": dict(zip(map(str, config.n), keys, strict=True))}
     )
-
-
-def _file_hash(path: Path) -> str | None:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
-        return None

@@ -75,11 +75,19 @@ def test_a_rerun_of_an_up_to_date_folder_does_nothing(first, tmp_path, monkeypat
     assert f"mini: up to date ({root})" in caplog.messages
 
 
-def test_a_changed_figure_is_redrawn_without_running_the_n_again(
-    first, tmp_path, monkeypatch, caplog
+@pytest.mark.parametrize("damage", ["change mini.png", "delete mini.pdf", "delete fits.csv"])
+def test_a_damaged_output_is_rebuilt_without_running_the_n_again(
+    first, tmp_path, monkeypatch, caplog, damage
 ):
     out = _copy(first, tmp_path)
-    (out / "mini" / "mini.png").write_bytes(b"not a figure")
+    action, name = damage.split()
+    if action == "change":
+        (out / "mini" / name).write_bytes(b"not a figure")
+    else:  # gone, and struck from the manifest too: the manifest must list every output
+        (out / "mini" / name).unlink()
+        manifest = json.loads((out / "mini" / theory.MANIFEST).read_text())
+        del manifest["files"][name]
+        (out / "mini" / theory.MANIFEST).write_text(json.dumps(manifest))
     _forbid(monkeypatch, "engine")
     with caplog.at_level(logging.INFO, logger="genvdis"):
         root = theory.run_theory(parse_theory_config(CONFIG), out)
