@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from genvdis import lp
+from genvdis import lp, streams
 
 # A training set is called separable when its L-infinity maximum margin exceeds this: the LP
 # below is the definition, and every shortcut in `decide` is a certificate of its answer.
@@ -39,8 +39,69 @@ def signed_rows(X: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def widest(Z: np.ndarray) -> float:
-    """1 + max_i ||z_i||_1 over the rows of Z: bounds ||a_i||_1 for every constraint row."""
-    return 1.0 + (float(np.abs(Z).sum(axis=-1).max()) if Z.size else 0.0)
+    """1 + max_i ||z_i||_1 over the rows of Z: bounds ||a_i||_1 for every constraint row.
+    Compiled for 2-d double rows in C order, with numpy's own pairwise summation (the very
+    bits of np.abs(Z).sum(axis=-1)) and no n x d temporary; numpy's for the rest (whose order
+    of summation differs)."""
+    if Z.size == 0:
+        return 1.0
+    if Z.ndim == 2 and Z.dtype == np.float64 and Z.flags.c_contiguous:
+        return 1.0 + _widest_rows(Z, _pairwise_plan(0, Z.shape[1]))
+    return 1.0 + float(np.abs(Z).sum(axis=-1).max())
+
+
+def _pairwise_plan(start: int, n: int) -> np.ndarray:
+    """numpy's pairwise summation of n terms (numpy's loops_utils.h) as a postfix program:
+    rows (start, length) sum a piece of at most 128 terms, rows (-1, -1) add the last two
+    sums. numpy splits more than 128 terms into halves at a multiple of 8."""
+    if n <= 128:
+        return np.array([[start, n]], dtype=np.int64)
+    half = n // 2 - (n // 2) % 8
+    add = np.array([[-1, -1]], dtype=np.int64)
+    return np.vstack([_pairwise_plan(start, half), _pairwise_plan(start + half, n - half), add])
+
+
+@streams.jit
+def _widest_rows(Z: np.ndarray, plan: np.ndarray) -> float:
+    """max_i sum_k |Z[i, k]|, each row summed as `plan` says (at least one row); NaN if a
+    row's sum is. Not recursive: numba's cache cannot load recursive functions."""
+    stack, top = np.empty(plan.shape[0]), -np.inf
+    for i in range(Z.shape[0]):
+        depth = 0
+        for step in range(plan.shape[0]):
+            if plan[step, 0] >= 0:
+                stack[depth] = _piece_abs_sum(Z[i], plan[step, 0], plan[step, 1])
+                depth += 1
+            else:
+                depth -= 1
+                stack[depth - 1] += stack[depth]
+        if stack[0] > top or stack[0] != stack[0]:
+            top = stack[0]
+            if top != top:
+                break
+    return top
+
+
+@streams.jit
+def _piece_abs_sum(row: np.ndarray, start: int, n: int) -> float:
+    """sum |row[start:start + n]|, n <= 128, as numpy sums it: below 8 terms one by one, else
+    in 8 running sums, added pairwise, then the terms beyond a multiple of 8 one by one."""
+    if n < 8:
+        total = 0.0
+        for i in range(start, start + n):
+            total += abs(row[i])
+        return total
+    a, b, c, d = abs(row[start]), abs(row[start + 1]), abs(row[start + 2]), abs(row[start + 3])
+    e, f, g, h = abs(row[start + 4]), abs(row[start + 5]), abs(row[start + 6]), abs(row[start + 7])
+    end = start + n - n % 8
+    for i in range(start + 8, end, 8):
+        a, b, c, d = a + abs(row[i]), b + abs(row[i + 1]), c + abs(row[i + 2]), d + abs(row[i + 3])
+        e, f = e + abs(row[i + 4]), f + abs(row[i + 5])
+        g, h = g + abs(row[i + 6]), h + abs(row[i + 7])
+    total = ((a + b) + (c + d)) + ((e + f) + (g + h))
+    for i in range(end, start + n):
+        total += abs(row[i])
+    return total
 
 
 def certify(lowest: np.ndarray, z: np.ndarray, row_norm: np.ndarray | float) -> np.ndarray:
@@ -61,15 +122,37 @@ def margin_of(A: np.ndarray, z: np.ndarray) -> np.ndarray:
     return certify(lowest, z, np.abs(A).sum(axis=-1).max(axis=-1))
 
 
-def _margins_on_data(Z: np.ndarray, y: np.ndarray, idx: np.ndarray, z: np.ndarray) -> np.ndarray:
-    """`margin_of` for the training sets idx (S, m) of (Z, y), with z (S, d): one product with
-    the data instead of a copy of every training set's rows, in pieces of CHUNK_BYTES."""
-    sign, row_norm = 2.0 * y - 1.0, widest(Z)
-    out = np.empty(len(idx))
-    for part in _chunks(np.arange(len(idx)), len(y), 1):
-        eta = Z @ z[part, :-1].T + z[part, -1]  # (n, S)
-        lowest = (sign[idx[part]] * eta[idx[part], np.arange(part.size)[:, None]]).min(axis=1)
-        out[part] = certify(lowest, z[part], row_norm)
+def _margins_on_data(
+    Z: np.ndarray, y: np.ndarray, idx: np.ndarray, z: np.ndarray, row_norm: float
+) -> np.ndarray:
+    """`margin_of` for the training sets idx (S, m) of (Z, y), with z (S, d), row_norm bounding
+    every ||a_i||_1 (`widest`): each training row's product computed once, where it is read,
+    with no copy of the training sets' rows (nor of the data's products with every z)."""
+    sign = 2.0 * np.asarray(y, dtype=float) - 1.0
+    Z, z = np.ascontiguousarray(Z, dtype=float), np.ascontiguousarray(z, dtype=float)
+    return certify(_lowest_on_data(Z, sign, np.ascontiguousarray(idx), z), z, row_norm)
+
+
+@streams.jit
+def _lowest_on_data(Z: np.ndarray, sign: np.ndarray, idx: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """min_j sign_i (Z[i] . z_s[:-1] + z_s[-1]), i = idx[s, j], for each split s; NaN if a
+    product is (as numpy's min). Its rounding is the one `certify` allows for: a sum of d
+    products in any order."""
+    S, m, d = idx.shape[0], idx.shape[1], Z.shape[1]
+    out = np.empty(S)
+    for s in range(S):
+        lowest = np.inf
+        for j in range(m):
+            i = idx[s, j]
+            total = 0.0
+            for k in range(d):
+                total += Z[i, k] * z[s, k]
+            value = sign[i] * (total + z[s, d])
+            if value < lowest or value != value:
+                lowest = value
+                if value != value:
+                    break
+        out[s] = lowest
     return out
 
 
@@ -93,13 +176,14 @@ def margin_bound(A: np.ndarray, weights: np.ndarray) -> np.ndarray:
     return np.where(valid, numerator / (total * (1 - g)), np.inf)
 
 
-def newton_bound(bound: np.ndarray, Z: np.ndarray) -> np.ndarray:
+def newton_bound(bound: np.ndarray, Z: np.ndarray, row_norm: float | None = None) -> np.ndarray:
     """Newton's margin bounds (`newton.NewtonFit.margin_bound`: ||A^T r||_1 / sum |r| with the
     residuals r of its last iterate, on data Z) made rigorous: plus the rounding of A^T r, summed
     over at most all n rows of Z. Valid where that iterate misclassifies a point (a residual of
-    at least 1/2: no underflow matters), i.e. where Newton did not stop on a separating one."""
+    at least 1/2: no underflow matters), i.e. where Newton did not stop on a separating one.
+    row_norm: `widest(Z)`, if the caller has it."""
     g = _gamma(Z.shape[0] + Z.shape[1] + 5)
-    return (bound + g * widest(Z)) * (1 + g) ** 2
+    return (bound + g * (widest(Z) if row_norm is None else row_norm)) * (1 + g) ** 2
 
 
 def max_margin(A: np.ndarray) -> tuple[bool, np.ndarray]:
@@ -141,7 +225,9 @@ def prove_inseparable(A: np.ndarray, beta: np.ndarray) -> np.ndarray:
         A_s = A_r * support[..., None]
         gram = np.swapaxes(A_s, 1, 2) @ A_s
         residual = np.einsum("smd,sm->sd", A_r, lam_r)
-        correction = np.einsum("sde,se->sd", np.linalg.pinv(gram), residual)
+        # the Gram matrix is symmetric: its pseudo-inverse from eigh, several times cheaper
+        # than pinv's SVD (any weights give a valid bound: only which sets it proves could move)
+        correction = np.einsum("sde,se->sd", np.linalg.pinv(gram, hermitian=True), residual)
         projected = np.maximum(lam_r - np.einsum("smd,sd->sm", A_s, correction), 0.0)
         proven[rest] = (margin_bound(A_r, lam_r) <= MARGIN_TOL) | (
             margin_bound(A_r, projected) <= MARGIN_TOL
@@ -183,10 +269,11 @@ def decide(
     m, width = idx.shape[1], Z.shape[1] + 1
     separable, start = separating.copy(), beta.copy()
     from_lp = np.zeros(len(idx), dtype=bool)
-    claimed = np.flatnonzero(separating)
-    separable[claimed] = _margins_on_data(Z, y, idx[claimed], beta[claimed]) > MARGIN_TOL
+    claimed, row_norm = np.flatnonzero(separating), widest(Z)
+    margins = _margins_on_data(Z, y, idx[claimed], beta[claimed], row_norm)
+    separable[claimed] = margins > MARGIN_TOL
     thin = claimed[~separable[claimed]]  # Newton's bound is no certificate where it separated
-    unproven = ~separating & ~(newton_bound(bound, Z) <= MARGIN_TOL)
+    unproven = ~separating & ~(newton_bound(bound, Z, row_norm) <= MARGIN_TOL)
     undecided = np.union1d(np.flatnonzero(unproven), thin)
     for part in _chunks(undecided, m, width):
         proven = prove_inseparable(rows(part), beta[part])

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from genvdis.errors import UserError
-from genvdis.layouts import group_size
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +114,8 @@ class Workload:
     def worker_bytes(self) -> int:
         """A worker's peak: the encoded data, a block's training tensors and test marks, and
         a group of Newton's width x width systems (each with a few copies)."""
+        from genvdis.layouts import group_size  # here: it loads numba, which no-op runs skip
+
         W, square = self.width, bool(set(self.models) & SQUARE_MODELS)
         peak = 0
         for m, block in self.plan.first_blocks().items():

@@ -92,9 +92,19 @@ def spec_hash(spec: SyntheticDataset) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def draw(spec: SyntheticDataset) -> tuple[np.ndarray, np.ndarray]:
+    """The rows (X, y) a spec names: a pure function of the spec."""
+    return sample(parameters(spec), spec.n_rows, np.random.default_rng([spec.seed, 1]))
+
+
 def load_synthetic(spec: SyntheticDataset) -> RawData:
     """A synthetic table as `datasource.load_data` wants it: features x001.., label column 'y'."""
-    X, y = sample(parameters(spec), spec.n_rows, np.random.default_rng([spec.seed, 1]))
+    return raw_table(spec, *draw(spec))
+
+
+def raw_table(spec: SyntheticDataset, X: np.ndarray, y: np.ndarray) -> RawData:
+    """The table of the rows `draw(spec)` gave (`genvdis theory` draws them once for the run
+    and the Bayes rule's error on them)."""
     width = len(str(spec.n_features))
     names = [f"x{i + 1:0{width}d}" for i in range(spec.n_features)]
     if spec.kind == "binary":  # categorical columns: 2x faster through `prepare` than ints
@@ -124,10 +134,21 @@ def load_synthetic(spec: SyntheticDataset) -> RawData:
 
 def bayes_error_gaussian(params: SyntheticParameters) -> float:
     """Phi(-Delta/2), Delta the Mahalanobis distance between the class means (equal priors)."""
-    from scipy import stats  # here, not with the module: ~1 s, and a synthetic run may not ask
+    from scipy.special import ndtr  # what scipy.stats.norm.cdf computes, without scipy.stats
 
     delta = np.sqrt((((params.mu[1] - params.mu[0]) / params.sigma) ** 2).sum())
-    return float(stats.norm.cdf(-delta / 2))
+    return float(ndtr(-delta / 2))
+
+
+def binom_logpmf(t: np.ndarray, c: int, p: float) -> np.ndarray:
+    """log P(T = t) for T ~ Binomial(c, p), t integers in 0..c: scipy.stats.binom.logpmf's own
+    formula (the same bits, tests/test_theory.py) without importing scipy.stats, about a second
+    of each `genvdis theory` process (as `results.t_quantile` does for summaries)."""
+    from scipy.special import gammaln, xlog1py, xlogy
+
+    k = np.floor(t)
+    combiln = gammaln(c + 1) - (gammaln(k + 1) + gammaln(c - k + 1))
+    return combiln + xlogy(k, p) + xlog1py(c - k, -p)
 
 
 def _grouped(p0: np.ndarray, p1: np.ndarray) -> list[tuple[float, float, int]]:
@@ -161,14 +182,12 @@ def bayes_error_binary(
         return 0.5, "exact"
     outcomes = math.prod(c + 1 for _, _, c in groups)
     if outcomes <= max_outcomes:
-        from scipy import stats  # here, not with the module (~1 s)
-
         # log P(t | y) for every joint count vector t, built up group by group.
         log0, log1 = np.zeros(1), np.zeros(1)
         for a, b, c in groups:
             t = np.arange(c + 1)
-            log0 = (log0[:, None] + stats.binom.logpmf(t, c, a)[None, :]).ravel()
-            log1 = (log1[:, None] + stats.binom.logpmf(t, c, b)[None, :]).ravel()
+            log0 = (log0[:, None] + binom_logpmf(t, c, a)[None, :]).ravel()
+            log1 = (log1[:, None] + binom_logpmf(t, c, b)[None, :]).ravel()
         return float(0.5 * np.exp(np.minimum(log0, log1)).sum()), "exact"
     rng = np.random.default_rng(seed)
     weights = np.array([np.log(b / a) - np.log((1 - b) / (1 - a)) for a, b, _ in groups])

@@ -13,6 +13,7 @@ squares fits of m* = a + b log n and m* = a + b n (`fits.csv`), and a figure. Se
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import math
 import time
@@ -21,8 +22,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+import yaml
 
-from genvdis import planning, results, runlock, synthetic
+from genvdis import __version__, planning, results, runlock, synthetic
+from genvdis.config import ExperimentConfig
 from genvdis.theoryconfig import TheoryConfig, experiment_config, load_theory_config
 
 if TYPE_CHECKING:
@@ -33,6 +36,9 @@ log = logging.getLogger(__name__)
 SAMPLE_COMPLEXITY_COLUMNS = ["n", "model", "epsilon", "m_star", "ci_low", "ci_high"]
 SAMPLE_COMPLEXITY_COLUMNS += ["asymptotic_error", "reference_error"]
 FIT_COLUMNS = ["model", "epsilon", "form", "a", "b", "r2"]
+# What a theory folder's outputs were made from (its config, version and every n's run) and
+# their hashes, written last: a rerun that finds it true does nothing (`_up_to_date`).
+MANIFEST = "manifest.json"
 
 
 # --- m*(eps) -----------------------------------------------------------------------------------
@@ -132,14 +138,17 @@ def fit_forms(table: pd.DataFrame) -> pd.DataFrame:
 # --- the experiment --------------------------------------------------------------------------
 
 
-def asymptote_row(config: TheoryConfig, n: int) -> dict:
+def asymptote_row(
+    config: TheoryConfig, n: int, drawn: tuple[np.ndarray, np.ndarray] | None = None
+) -> dict:
     """The exact asymptotic error at n, and the Bayes rule's error on the drawn rows: what the
     mean test error converges to on this finite pool (test sets are the pool minus the training
-    rows), off the exact value by the pool's sampling noise, sd ~ sqrt(p (1 - p) / n_rows)."""
+    rows), off the exact value by the pool's sampling noise, sd ~ sqrt(p (1 - p) / n_rows).
+    `drawn`: the rows (`synthetic.draw`), if the caller has them."""
     spec = config.dataset(n)
     error, method = synthetic.asymptotic_error(spec)
     params = synthetic.parameters(spec)
-    X, y = synthetic.sample(params, spec.n_rows, np.random.default_rng([spec.seed, 1]))
+    X, y = synthetic.draw(spec) if drawn is None else drawn
     pool = float(np.mean((synthetic.bayes_log_odds(params, X) > 0) != y))
     k = synthetic.n_informative(spec)
     return {"n": n, "informative": k, "asymptotic_error": error, "method": method,
@@ -165,6 +174,9 @@ def run_theory(
     root = results.prepare_output(out_dir, config.name)
     planning.check_synthetic(config.n_rows, max(config.n), config.kind, force)
     with runlock.hold(root, wait):
+        if _up_to_date(config, root):
+            log.info("%s: up to date (%s)", config.name, root)
+            return root
         return _run_theory(config, root, jobs, progress, force)
 
 
@@ -180,10 +192,17 @@ def _run_theory(
     table = pd.concat([t for _, t in done], ignore_index=True)
     fits = fit_forms(table)
     with results.writing(root, "the sample complexity"):
+        (root / MANIFEST).unlink(missing_ok=True)
         results.atomic_write_csv(root / "sample_complexity.csv", table)
         results.atomic_write_csv(root / "fits.csv", fits)
         results.atomic_write_csv(root / "asymptotes.csv", pd.DataFrame(asymptotes))
     plotting.plot_theory(table, fits, root / config.name, config.display_title, _caption(config))
+    made = _outputs(config)
+    keys = [_run_fingerprint(root / f"n{n}") for n in config.n]
+    manifest = {"fingerprint": _fingerprint(config, keys),
+                "files": {name: results._file_sha256(root / name) for name in made}}  # fmt: skip
+    with results.writing(root, "the sample complexity"):
+        results.atomic_write_text(root / MANIFEST, json.dumps(manifest, indent=1) + "\n")
     log.info("%s: wrote %s in %.0f s", config.name, root, time.perf_counter() - started)
     return root
 
@@ -241,8 +260,16 @@ def _one_n(
     from genvdis import engine
 
     experiment = experiment_config(config, n)
-    run_dir = engine.run_experiment(experiment, root, jobs=jobs, progress=progress, force=force)
-    row = asymptote_row(config, n)
+    run_dir = root / experiment.name
+    if _recorded_run(experiment, run_dir) is None:  # the rows are drawn once, for both
+        drawn = synthetic.draw(config.dataset(n))
+        row = asymptote_row(config, n, drawn)
+        raw = synthetic.raw_table(config.dataset(n), *drawn)
+        del drawn  # the engine's table holds the rows from here on
+        engine.run_experiment(experiment, root, jobs=jobs, progress=progress, force=force, raw=raw)
+    else:
+        log.info("%s: up to date (%s)", experiment.name, run_dir)
+        row = asymptote_row(config, n)
     errors = pd.read_csv(run_dir / "errors.csv")
     exact, pool = row["asymptotic_error"], row["pool_bayes_error"]
     reference = pool if config.reference == "pool" else exact
@@ -263,4 +290,72 @@ def _caption(config: TheoryConfig) -> str:
         "bars: 95% bootstrap intervals over splits;\nasymptotic error: the Bayes error, "
         + reference
         + "m* missing: not within eps at the largest m run."
+    )
+
+
+# --- up to date ------------------------------------------------------------------------------
+
+
+def _up_to_date(config: TheoryConfig, root: Path) -> bool:
+    """Whether every n's run and the folder's own outputs are this config's, as their manifests
+    and files' hashes say: checked without drawing any data, fitting or drawing a figure."""
+    keys = [_recorded_run(experiment_config(config, n), root / f"n{n}") for n in config.n]
+    if None in keys:
+        return False
+    try:
+        manifest = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
+        listed, made_by = dict(manifest["files"]), manifest["fingerprint"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    if made_by != _fingerprint(config, keys):
+        return False
+    hashes = {name: results._file_sha256(root / name) for name in _outputs(config)}
+    return None not in hashes.values() and hashes == listed
+
+
+def _outputs(config: TheoryConfig) -> list[str]:
+    """The files of a theory folder that its manifest lists."""
+    tables = ["sample_complexity.csv", "fits.csv", "asymptotes.csv"]
+    return [*tables, f"{config.name}.png", f"{config.name}.pdf"]
+
+
+def _recorded_run(experiment: ExperimentConfig, run_dir: Path) -> str | None:
+    """The fingerprint of the finished run in `run_dir` if it is `experiment`'s, else None.
+    The engine checks this from the data it draws; here the run's config.yaml (verified by its
+    manifest) must hold the experiment, this version and the synthetic spec's hash, which
+    determine the data, so the fields drawn from the data can be taken from it."""
+    try:
+        resolved = yaml.safe_load((run_dir / "config.yaml").read_text(encoding="utf-8"))
+        key = resolved.pop("fingerprint")
+    except (OSError, yaml.YAMLError, AttributeError, KeyError, TypeError):
+        return None
+    spec = experiment.dataset.synthetic
+    expected = {
+        **experiment.model_dump(mode="json"),
+        "sizes": experiment.size_grid,
+        "title": experiment.display_title,
+        "genvdis_version": __version__,
+        "data_checksums": {"spec": synthetic.spec_hash(spec)},
+    }
+    if any(resolved.get(name) != value for name, value in expected.items()):
+        return None
+    if key != results.fingerprint(resolved) or not results.verify(run_dir, key).complete:
+        return None
+    return key
+
+
+def _run_fingerprint(run_dir: Path) -> str | None:
+    """The fingerprint in a finished run's manifest."""
+    try:
+        manifest = json.loads((run_dir / results.MANIFEST).read_text(encoding="utf-8"))
+        return manifest["fingerprint"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _fingerprint(config: TheoryConfig, keys: list[str | None]) -> str:
+    """What a theory folder's outputs are made from: its config, this version, every n's run."""
+    made_from = {"theory": config.model_dump(mode="json"), "genvdis_version": __version__}
+    return results.fingerprint(
+        {**made_from, "runs": dict(zip(map(str, config.n), keys, strict=True))}
     )

@@ -207,3 +207,36 @@ def test_theory_cli_bad_config_exits_2(tmp_path):
     result = CliRunner().invoke(app, ["theory", str(path), "--out", str(tmp_path)])
     assert result.exit_code == 2
     assert "bad.yaml: epsilon" in result.output
+
+
+def test_a_categorical_column_is_coded_as_its_text_would_be():
+    """`prepare`'s shortcut for categorical columns (synthetic binary data): the same codes and
+    levels as the column's values written out as text, unused and unsorted levels included."""
+    from genvdis.preprocessing import _level_codes
+
+    rng = np.random.default_rng(0)
+    values = rng.choice(["b", "a", "c", "10", "9"], size=500)
+    column = pd.Series(pd.Categorical(values, categories=["c", "zz", "b", "9", "a", "10"]))
+    codes, levels = _level_codes(column)
+    text_codes, text_levels = _level_codes(pd.Series(values, dtype=object))
+    assert levels == text_levels == ["10", "9", "a", "b", "c"]
+    assert np.array_equal(codes, text_codes) and codes.dtype == text_codes.dtype
+    with_missing = column.copy()
+    with_missing[3] = np.nan  # a missing cell takes the text path ('nan'), as before
+    assert _level_codes(with_missing)[1] == _level_codes(with_missing.astype(object))[1]
+
+
+def test_the_bayes_errors_use_scipy_stats_formulas_bit_for_bit():
+    """`synthetic.binom_logpmf` and the Gaussian Bayes error avoid importing scipy.stats (about a
+    second per process) but give its very doubles, so asymptotes.csv does not move."""
+    from scipy import stats
+
+    for c in (1, 2, 5, 17, 35, 50, 200, 1000):
+        t = np.arange(c + 1)
+        for p in (1e-9, 0.1, 0.35, 0.5, 0.65, 0.8, 0.999):
+            assert np.array_equal(synthetic.binom_logpmf(t, c, p), stats.binom.logpmf(t, c, p))
+    for n in (1, 10, 100):
+        spec = SyntheticDataset(kind="gaussian", n_features=n, effect=0.5, n_rows=1000)
+        params = synthetic.parameters(spec)
+        delta = np.sqrt((((params.mu[1] - params.mu[0]) / params.sigma) ** 2).sum())
+        assert synthetic.bayes_error_gaussian(params) == float(stats.norm.cdf(-delta / 2))
