@@ -10,12 +10,12 @@ examples`: the committed results keep none, and the report then has nothing to a
 with an examples/ folder in it. Each round copies it to a scratch folder per side, then times
 on each side in turn: `theory` (configs/theory-*.yaml into a fresh folder), `plot` of the
 folder and its examples/, `report` of examples/ then of the folder, as the Makefile runs
-them (one command for both folders where the checkout's CLI takes several). This checkout gets `--jobs`; the other side gets it only if its CLI takes it. Every
-figure is the minimum over --repeat rounds of the wall time (and of the CPU time of the
-processes), the rounds interleaving both sides so that the machine's load drifts over both
-alike. At the end both sides' folders are compared file by file: they must be the same bytes,
-save REPORT.md/html's link to docs/analysis.md (a path relative to each checkout), left out
-of their comparison.
+them (one command for both folders where the checkout's CLI takes several). This checkout
+gets `--jobs`; the other side gets it only if its CLI takes it. Every figure is the minimum
+over --repeat rounds of the wall time (and of the CPU time of the processes), the rounds
+interleaving both sides so that the machine's load drifts over both alike. At the end both
+sides' folders are compared file by file: they must be the same bytes, save REPORT.md/html's
+link to docs/analysis.md (a path relative to each checkout), left out of their comparison.
 """
 
 from __future__ import annotations

@@ -283,7 +283,7 @@ def theory(
 def plot(
     results_dirs: Annotated[
         list[Path] | None,
-        typer.Argument(help="Results folders, or runs in one (default: results).", show_default=False),
+        typer.Argument(help="Results folders, or runs (default: results).", show_default=False),
     ] = None,
     jobs: Jobs = 1,
 ) -> None:
@@ -326,8 +326,9 @@ def report(
     for results_dir in folders:
         results.find_runs(results_dir)
     server = explorer.make_server(folders[0], port) if serve else None
-    for written, results_dir in zip(write_reports(folders, n_boot=boot, jobs=jobs), folders):
-        for path in [*written, explorer.page_path(results_dir)]:
+    written = write_reports(folders, n_boot=boot, jobs=jobs)
+    for (md, page), results_dir in zip(written, folders, strict=True):
+        for path in [md, page, explorer.page_path(results_dir)]:
             typer.echo(str(path))
     if server is not None:
         explorer.serve(server, say=typer.echo)
