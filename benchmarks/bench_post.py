@@ -10,12 +10,12 @@ examples`: the committed results keep none, and the report then has nothing to a
 with an examples/ folder in it. Each round copies it to a scratch folder per side, then times
 on each side in turn: `theory` (configs/theory-*.yaml into a fresh folder), `plot` of the
 folder and its examples/, `report` of examples/ then of the folder, as the Makefile runs
-them. This checkout gets `--jobs`; the other side gets it only if its CLI takes it. Every
-figure is the minimum over --repeat rounds of the wall time (and of the CPU time of the
-processes), the rounds interleaving both sides so that the machine's load drifts over both
-alike. At the end both sides' folders are compared file by file: they must be the same bytes,
-save REPORT.md/html's link to docs/analysis.md (a path relative to each checkout), left out
-of their comparison.
+them (one command for both folders where the checkout's CLI takes several). This checkout
+gets `--jobs`; the other side gets it only if its CLI takes it. Every figure is the minimum
+over --repeat rounds of the wall time (and of the CPU time of the processes), the rounds
+interleaving both sides so that the machine's load drifts over both alike. At the end both
+sides' folders are compared file by file: they must be the same bytes, save REPORT.md/html's
+link to docs/analysis.md (a path relative to each checkout), left out of their comparison.
 """
 
 from __future__ import annotations
@@ -41,13 +41,16 @@ def _cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _takes_jobs(tree: Path, command: str) -> bool:
+def _help(tree: Path, command: str) -> str:
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    help_text = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-m", "genvdis.cli", command, "--help"],
         env=env, capture_output=True, text=True, check=True, cwd=tempfile.gettempdir(),
     ).stdout  # fmt: skip
-    return "--jobs" in help_text
+
+
+def _takes_jobs(tree: Path, command: str) -> bool:
+    return "--jobs" in _help(tree, command)
 
 
 def _commands(tree: Path, folder: Path, jobs: int) -> dict[str, list[list[str]]]:
@@ -56,13 +59,23 @@ def _commands(tree: Path, folder: Path, jobs: int) -> dict[str, list[list[str]]]
     theory = sorted(str(p) for p in (HERE / "configs").glob("theory-*.yaml"))
     extra = {c: ["--jobs", str(jobs)] if _takes_jobs(tree, c) else [] for c in STEPS}
     examples = folder / "examples"
+    plots, reports = [str(folder), str(examples)], [str(examples), str(folder)]
+    if _takes_folders(tree):  # one command for both folders, as the Makefile runs it
+        plots, reports = [plots], [reports]
+    else:
+        plots, reports = [[p] for p in plots], [[p] for p in reports]
     return {
         "theory": [
             [*cli, "theory", *theory, "--jobs", str(jobs), "--quiet", "--out", str(folder / "th")]
         ],
-        "plot": [[*cli, "plot", str(p), *extra["plot"]] for p in (folder, examples)],
-        "report": [[*cli, "report", str(p), *extra["report"]] for p in (examples, folder)],
+        "plot": [[*cli, "plot", *p, *extra["plot"]] for p in plots],
+        "report": [[*cli, "report", *p, *extra["report"]] for p in reports],
     }
+
+
+def _takes_folders(tree: Path) -> bool:
+    """Whether the checkout's plot and report take several folders (older ones take one)."""
+    return "results_dirs" in _help(tree, "report")
 
 
 def _time(commands: list[list[str]], tree: Path, where: Path) -> tuple[float, float]:

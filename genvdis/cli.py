@@ -281,25 +281,29 @@ def theory(
 @app.command()
 @_guarded
 def plot(
-    results_dir: Annotated[Path, typer.Argument(help="A results folder, or one run in it.")] = Path(
-        "results"
-    ),
+    results_dirs: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Results folders, or runs (default: results).", show_default=False),
+    ] = None,
     jobs: Jobs = 1,
 ) -> None:
     """Draw error vs. m for every run, and Figure 1 (3 x 5) when paper panels are there."""
     _headless()
     from genvdis import pool
-    from genvdis.plotting import plot_results
+    from genvdis.plotting import plot_folders
 
     pool.check_jobs(jobs)
-    for path in plot_results(results_dir, jobs=jobs):
+    for path in plot_folders(results_dirs or [Path("results")], jobs=jobs):
         typer.echo(str(path))
 
 
 @app.command()
 @_guarded
 def report(
-    results_dir: Annotated[Path, typer.Argument(help="The results folder.")] = Path("results"),
+    results_dirs: Annotated[
+        list[Path] | None,
+        typer.Argument(help="The results folders (default: results).", show_default=False),
+    ] = None,
     boot: Annotated[int, typer.Option(help="Bootstrap resamples for the crossover.")] = 1000,
     serve: Annotated[
         bool, typer.Option("--serve", help="Then serve the folder on 127.0.0.1 until Ctrl-C.")
@@ -311,16 +315,21 @@ def report(
     from genvdis import explorer, pool, results
     from genvdis.config import MAX_BOOT, MIN_BOOT
     from genvdis.errors import UserError
-    from genvdis.report import write_report
+    from genvdis.report import write_reports
 
+    folders = results_dirs or [Path("results")]
     if not MIN_BOOT <= boot <= MAX_BOOT:
         raise UserError(f"--boot must be from {MIN_BOOT} to {MAX_BOOT}, not {boot}")
+    if serve and len(folders) > 1:
+        raise UserError(f"--serve serves one results folder, not {len(folders)}")
     pool.check_jobs(jobs)
-    results.find_runs(results_dir)
-    server = explorer.make_server(results_dir, port) if serve else None
-    written = write_report(results_dir, n_boot=boot, jobs=jobs)
-    for path in [*written, explorer.page_path(results_dir)]:
-        typer.echo(str(path))
+    for results_dir in folders:
+        results.find_runs(results_dir)
+    server = explorer.make_server(folders[0], port) if serve else None
+    written = write_reports(folders, n_boot=boot, jobs=jobs)
+    for (md, page), results_dir in zip(written, folders, strict=True):
+        for path in [md, page, explorer.page_path(results_dir)]:
+            typer.echo(str(path))
     if server is not None:
         explorer.serve(server, say=typer.echo)
 

@@ -22,12 +22,11 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from matplotlib import colors
 
 from genvdis import analysis as an
 from genvdis import results
 from genvdis.errors import UserError
-from genvdis.plotting import STYLES, separable_span
+from genvdis.linestyles import STYLES, TABLEAU, separable_span
 from genvdis.runfiles import read_analysis, read_run_config
 
 PAGE = "explorer.html"
@@ -246,7 +245,7 @@ def collect(results_dir: Path) -> dict[str, Any]:
 
 
 def _model_styles(panels: list[dict]) -> list[dict[str, str]]:
-    """Every model on the page with plotting.STYLES' colour, dash and label; models it does
+    """Every model on the page with linestyles.STYLES' colour, dash and label; models it does
     not know get dash-dots in colours of their own."""
     names = [c["model"] for p in panels for r in p["runs"] for c in r["curves"]]
     others = iter(OTHER_COLOURS * len(names))
@@ -257,7 +256,7 @@ def _model_styles(panels: list[dict]) -> list[dict[str, str]]:
             dict(
                 name=name,
                 label=style["label"],
-                color=colors.to_hex(style["color"]),
+                color=TABLEAU[style["color"]],
                 dash=DASHES[style["linestyle"]],
             )
         )

@@ -17,13 +17,9 @@ import numpy as np
 import pandas as pd
 
 from genvdis import results
+from genvdis.linestyles import STYLES, separable_span
 from genvdis.runfiles import read_run_config, read_summary
 
-STYLES = {
-    "naive_bayes": {"linestyle": "-", "color": "tab:blue", "label": "naive Bayes"},
-    "logistic_regression": {"linestyle": "--", "color": "tab:red", "label": "logistic regression"},
-    "lda": {"linestyle": ":", "color": "tab:green", "label": "LDA (full covariance)"},
-}
 # Models without a style of their own (estimator entries), by their position among those:
 # each a line style, colour and marker none of the others has (cycling after seven).
 EXTRA_LINES = ["-.", (0, (5, 2)), (0, (3, 1, 1, 1, 1, 1)), (0, (1, 1)), "-", "--", ":"]
@@ -33,16 +29,6 @@ EXTRA_MARKERS = ["s", "^", "v", "D", "x", "P", "*"]
 SHORT = {"naive_bayes": "NB", "logistic_regression": "LR"}
 SAVE_STYLE = {"svg.hashsalt": "genvdis", "pdf.compression": 6}
 METADATA = {"png": {"Software": None}, "pdf": {"CreationDate": None, "Producer": None}}
-
-
-def separable_span(summary: pd.DataFrame) -> list[int] | None:
-    """The m range where most logistic-regression training sets are separable (the grey
-    shading of every figure and of the explorer), from the first to the last such m."""
-    lr = summary[summary["model"] == "logistic_regression"]
-    mostly = lr[lr["frac_separable"] > 0.5]
-    if mostly.empty:
-        return None
-    return [int(mostly["m"].min()), int(mostly["m"].max())]
 
 
 def model_style(model: str, others: list[str]) -> dict:
@@ -143,17 +129,28 @@ def plot_figure1(results_dir: Path, runs: list[Path]) -> list[Path]:
 def plot_results(results_dir: Path, jobs: int = 1) -> list[Path]:
     """Every run's figure under `results_dir`, and Figure 1 if any paper panel is there; each
     figure its own task, on up to `jobs` processes (`pool.map_ordered`)."""
+    return plot_folders([results_dir], jobs)
+
+
+def plot_folders(folders: list[Path], jobs: int = 1) -> list[Path]:
+    """`plot_results` for several results folders, every figure of every folder in one pool
+    (one start-up); a figure named twice (a folder given twice, or a run and its folder) is
+    drawn once. The paths come back in `folders`' order."""
     from genvdis import pool
 
-    runs = results.find_runs(results_dir)
-    if not runs:
-        from genvdis.errors import UserError
+    tasks: dict[tuple[Path, bool], tuple[Path, list[Path] | None]] = {}
+    for results_dir in map(Path, folders):
+        runs = results.find_runs(results_dir)
+        if not runs:
+            from genvdis.errors import UserError
 
-        raise UserError(f"no runs (folders with summary.csv) under {results_dir}")
-    tasks: list[tuple[Path, list[Path] | None]] = [(run, None) for run in runs]
-    if runs != [results_dir]:
-        tasks.append((Path(results_dir), runs))
-    drawn = pool.map_ordered(_draw, tasks, jobs, cost=lambda t: 1 if t[1] is None else len(t[1]))
+            raise UserError(f"no runs (folders with summary.csv) under {results_dir}")
+        for run in runs:
+            tasks.setdefault((run.resolve(), False), (run, None))
+        if runs != [results_dir]:
+            tasks.setdefault((results_dir.resolve(), True), (results_dir, runs))
+    todo = list(tasks.values())
+    drawn = pool.map_ordered(_draw, todo, jobs, cost=lambda t: 1 if t[1] is None else len(t[1]))
     return [path for paths in drawn for path in paths]
 
 

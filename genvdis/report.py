@@ -17,6 +17,7 @@ import pandas as pd
 from genvdis import analysis as an
 from genvdis import report_curves as rc
 from genvdis import results, runfiles
+from genvdis.explorer import write_explorer
 from genvdis.reportformat import (
     Block,
     fmt,
@@ -387,15 +388,27 @@ def write_report(
 ) -> tuple[Path, Path]:
     """Write REPORT.md and REPORT.html; by default re-run the analysis first (on up to `jobs`
     processes) so the report, analysis.csv and each differences.csv always agree."""
-    results_dir = Path(results_dir)
-    if reanalyse or not (results_dir / "analysis.csv").exists():
-        runfiles.analyse_results(results_dir, n_boot=n_boot, jobs=jobs)
-    table = runfiles.read_analysis(results_dir)
-    blocks = build_blocks(results_dir, table)
-    md, page = results_dir / "REPORT.md", results_dir / "REPORT.html"
-    results.atomic_write_text(md, to_markdown(blocks))
-    results.atomic_write_text(page, to_html(blocks, "genvdis report"))
-    from genvdis.explorer import write_explorer  # matplotlib (colours): only for a report
+    return write_reports([results_dir], reanalyse, n_boot, jobs)[0]
 
-    write_explorer(results_dir)
-    return md, page
+
+def write_reports(
+    folders: list[Path], reanalyse: bool = True, n_boot: int = 1000, jobs: int = 1
+) -> list[tuple[Path, Path]]:
+    """`write_report` for several results folders, in one process: every folder's runs are
+    analysed first (in one pool), then each folder's report and explorer are written, so an
+    explorer that shows another folder's runs (results/ shows results/examples/) finds their
+    analysis whatever the order of `folders`."""
+    folders = [Path(f) for f in folders]
+    stale = [f for f in folders if reanalyse or not (f / "analysis.csv").exists()]
+    if stale:
+        runfiles.analyse_folders(stale, n_boot=n_boot, jobs=jobs)
+    written = []
+    for results_dir in folders:
+        table = runfiles.read_analysis(results_dir)
+        blocks = build_blocks(results_dir, table)
+        md, page = results_dir / "REPORT.md", results_dir / "REPORT.html"
+        results.atomic_write_text(md, to_markdown(blocks))
+        results.atomic_write_text(page, to_html(blocks, "genvdis report"))
+        write_explorer(results_dir)
+        written.append((md, page))
+    return written

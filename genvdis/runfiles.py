@@ -152,9 +152,27 @@ def analyse_results(
     """Every run under `results_dir` with an errors.csv analysed (on up to `jobs` processes:
     each run's analysis is its own), and the table of them written as analysis.csv (ordered
     by paper panel, then name)."""
-    from genvdis import analysis, pool
+    return analyse_folders([results_dir], n_boot, seed, jobs)[0]
 
-    results_dir = Path(results_dir)
+
+def analyse_folders(
+    folders: list[Path], n_boot: int = 1000, seed: int = 0, jobs: int = 1
+) -> list[pd.DataFrame]:
+    """`analyse_results` for several results folders at once: every run of every folder in
+    one pool (one start-up, and the long runs of one folder overlap the other's), then each
+    folder's analysis.csv (and pairs.csv) in turn. Returns their tables, in `folders`' order."""
+    from genvdis import pool
+
+    runs = {Path(folder): _runs_to_analyse(Path(folder)) for folder in folders}
+    items = list(dict.fromkeys(run for found in runs.values() for run in found))
+    work = functools.partial(_analyse_run, n_boot=n_boot, seed=seed)
+    done = pool.map_ordered(work, items, jobs, cost=lambda p: (p / "errors.csv").stat().st_size)
+    by_run = dict(zip(items, done, strict=True))
+    return [_write_analysis(folder, [by_run[r] for r in found]) for folder, found in runs.items()]
+
+
+def _runs_to_analyse(results_dir: Path) -> list[Path]:
+    """The runs under `results_dir` with an errors.csv (a warning names those without)."""
     if not results_dir.is_dir():
         raise UserError(f"results folder {results_dir} not found")
     folders = sorted(p for p in results_dir.iterdir() if (p / "summary.csv").exists())
@@ -165,10 +183,15 @@ def analyse_results(
             ", ".join(summaries_only),
         )
     runs = sorted(p for p in results_dir.iterdir() if (p / "errors.csv").exists())
-    work = functools.partial(_analyse_run, n_boot=n_boot, seed=seed)
-    done = pool.map_ordered(work, runs, jobs, cost=lambda p: (p / "errors.csv").stat().st_size)
-    if not done:
+    if not runs:
         raise UserError(f"no panel with an errors.csv under {results_dir}")
+    return runs
+
+
+def _write_analysis(results_dir: Path, done: list[PanelAnalysis]) -> pd.DataFrame:
+    """analysis.csv (and pairs.csv) of one folder from its runs' analyses."""
+    from genvdis import analysis
+
     table = analysis.results_table([d.row for d in done])
     results.atomic_write_csv(results_dir / "analysis.csv", table)
     _write_pairs(results_dir, table, [row for d in done for row in d.pairs])

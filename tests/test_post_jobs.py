@@ -129,3 +129,49 @@ def test_theory_runs_a_dominant_n_alone_on_every_worker(tmp_path, monkeypatch):
     assert [row["jobs"] for row in rows] == [1, 1, 1, 2]
     assert rows[3]["pid"] == os.getpid()
     assert os.getpid() not in {row["pid"] for row in rows if row["n"] != 40}
+
+
+def test_report_of_two_folders_in_one_command_writes_what_two_commands_write(tmp_path):
+    """`genvdis report results/examples/ results/` (one process, one pool) writes the bytes
+    that `report results/examples/` then `report results/` write, in either order: the
+    explorer of the outer folder shows the inner one's runs with their analysis."""
+    sides = {}
+    for side in ("apart", "together", "reversed"):
+        outer = _with_summaries(tmp_path / side)
+        _with_summaries(outer / "examples")
+        sides[side] = outer
+    apart = sides["apart"]
+    for folder in (apart / "examples", apart):
+        result = CliRunner().invoke(app, ["report", str(folder), "--boot", "50", "--jobs", "2"])
+        assert result.exit_code == 0, result.output
+    for side, order in (("together", ["examples", "."]), ("reversed", [".", "examples"])):
+        folders = [str(sides[side] / f) for f in order]
+        result = CliRunner().invoke(app, ["report", *folders, "--boot", "50", "--jobs", "2"])
+        assert result.exit_code == 0, result.output
+        assert f"{sides[side] / order[0] / 'REPORT.md'}\n" in result.output
+        _same_files(apart, sides[side])
+    page = (apart / "explorer.html").read_text()
+    assert '"id":"examples/pima"' in page and '"verdict":"two regimes"' in page
+
+
+def test_plot_of_two_folders_in_one_command_draws_each_figure_once(tmp_path):
+    one, two = _with_summaries(tmp_path / "one"), _with_summaries(tmp_path / "two")
+    _with_summaries(one / "examples")
+    _with_summaries(two / "examples")
+    for folder in (one, one / "examples"):
+        assert CliRunner().invoke(app, ["plot", str(folder)]).exit_code == 0
+    args = ["plot", str(two), str(two / "examples"), str(two / "pima"), "--jobs", "2"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    printed = result.output.split()
+    assert len(printed) == len(set(printed))  # pima, named twice, drawn once
+    assert printed[-1] == str(two / "examples" / "figure1.pdf")
+    _same_files(one, two)
+
+
+def test_report_serves_one_folder_only(tmp_path):
+    one = results_folder(tmp_path / "one")
+    result = CliRunner().invoke(app, ["report", str(one), str(one), "--serve", "--port", "0"])
+    assert result.exit_code == 2
+    assert "error: --serve serves one results folder, not 2" in result.output
+    assert not (one / "REPORT.md").exists()

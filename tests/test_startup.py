@@ -225,3 +225,25 @@ def test_a_short_run_with_two_jobs_says_so_and_gives_the_same_bytes(
     assert "--jobs 2: using 1 worker(s) (a short run: over sooner than workers start; " \
         "--force uses them)" in result.stderr  # fmt: skip
     assert outputs["1"] == outputs["2"]
+
+
+def test_a_report_loads_no_matplotlib(tmp_path):
+    """`genvdis report` draws nothing: its explorer takes the line colours from
+    genvdis.linestyles, so matplotlib (about a second of start-up) is never imported."""
+    from learningcurves import results_folder
+
+    folder = results_folder(tmp_path / "results")
+    report = ["report", str(folder), "--boot", "20"]
+    code = f"import sys\nfrom genvdis.cli import app\nsys.argv = ['genvdis', *{report!r}]\n"
+    code += "try:\n    app()\nexcept SystemExit as e:\n    assert not e.code, e.code"
+    assert "matplotlib" not in _loaded_after(code)
+    assert (folder / "explorer.html").is_file()
+
+
+def test_the_explorers_palette_is_matplotlibs():
+    from matplotlib import colors
+
+    from genvdis.linestyles import STYLES, TABLEAU
+
+    assert TABLEAU == colors.TABLEAU_COLORS
+    assert {style["color"] for style in STYLES.values()} <= set(TABLEAU)
