@@ -274,8 +274,8 @@ def theory(
     _headless()
     loaded = [load_theory_config(builtin.resolve(path, "theory")) for path in configs]
     for config in [config.with_overrides(splits=splits) for config in loaded]:
-        root = run_theory(config, out, jobs=jobs, progress=progress, force=force, wait=wait)
-        log.info("%s: wrote %s", config.name, root)
+        # run_theory says itself what it did: "wrote <dir> in N s", or "up to date (<dir>)"
+        run_theory(config, out, jobs=jobs, progress=progress, force=force, wait=wait)
 
 
 @app.command()
