@@ -47,7 +47,10 @@ IMPORT_CLI = (
 
 def _first_task(argv: list[str]) -> None:
     """Run the CLI in this process and leave it at once when the first task starts."""
-    from genvdis import cli, engine
+    from genvdis import cli
+
+    getattr(cli, "_load_engine", lambda: None)()  # as `genvdis run` imports it (collector paused)
+    from genvdis import engine
 
     def stop(*args: object) -> None:
         os._exit(0)

@@ -49,7 +49,10 @@ def test_a_whole_run_loads_neither_scipy_stats_nor_plotting_nor_sklearn(
     out = tmp_path / "out"
     run = ["run", str(config), "--splits", "3", "--out", str(out), "-q"]
     code = f"import sys\nfrom genvdis.cli import app\nsys.argv = ['genvdis', *{run!r}]\n"
-    code += "try:\n    app()\nexcept SystemExit as e:\n    assert not e.code, e.code"
+    code += "try:\n    app()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+    # the imports ran with the garbage collector paused (tuning.collector_paused): it is on
+    # again, and what the imports made is frozen
+    code += "import gc\nassert gc.isenabled() and gc.get_freeze_count() > 10000"
     loaded = _loaded_after(code)
     assert (out / "toy" / "summary.csv").exists()
     assert loaded == []
