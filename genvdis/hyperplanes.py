@@ -176,14 +176,14 @@ def margin_bound(A: np.ndarray, weights: np.ndarray) -> np.ndarray:
     return np.where(valid, numerator / (total * (1 - g)), np.inf)
 
 
-def newton_bound(bound: np.ndarray, Z: np.ndarray, row_norm: float | None = None) -> np.ndarray:
+def newton_bound(bound: np.ndarray, Z: np.ndarray, row_norm: float) -> np.ndarray:
     """Newton's margin bounds (`newton.NewtonFit.margin_bound`: ||A^T r||_1 / sum |r| with the
     residuals r of its last iterate, on data Z) made rigorous: plus the rounding of A^T r, summed
     over at most all n rows of Z. Valid where that iterate misclassifies a point (a residual of
     at least 1/2: no underflow matters), i.e. where Newton did not stop on a separating one.
-    row_norm: `widest(Z)`, if the caller has it."""
+    row_norm: `widest(Z)`."""
     g = _gamma(Z.shape[0] + Z.shape[1] + 5)
-    return (bound + g * (widest(Z) if row_norm is None else row_norm)) * (1 + g) ** 2
+    return (bound + g * row_norm) * (1 + g) ** 2
 
 
 def max_margin(A: np.ndarray) -> tuple[bool, np.ndarray]:
@@ -252,7 +252,7 @@ def _chunks(splits: np.ndarray, m: int, width: int) -> list[np.ndarray]:
 
 def decide(
     Z: np.ndarray, y: np.ndarray, idx: np.ndarray, beta: np.ndarray, separating: np.ndarray,
-    bound: np.ndarray,
+    bound: np.ndarray, row_norm: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
     """Which training sets (Z[idx[s]], y[idx[s]]) are separable: the LP's answer (`max_margin`),
     reached by certificates of it where they exist. From a Newton fit (`newton.NewtonFit`:
@@ -261,6 +261,7 @@ def decide(
     weightings of `prove_inseparable` or two identical inputs with different labels prove no;
     the rest go to the LP. Returns separable (S,), a start (S, d) for the sampler (a certified
     separating z where separable: Newton's iterate or the LP's), and which starts are the LP's.
+    row_norm: `widest(Z)`, if the caller has it (a batch's groups share one data set).
     """
 
     def rows(s: np.ndarray | int) -> np.ndarray:
@@ -269,7 +270,8 @@ def decide(
     m, width = idx.shape[1], Z.shape[1] + 1
     separable, start = separating.copy(), beta.copy()
     from_lp = np.zeros(len(idx), dtype=bool)
-    claimed, row_norm = np.flatnonzero(separating), widest(Z)
+    claimed = np.flatnonzero(separating)
+    row_norm = widest(Z) if row_norm is None else row_norm
     margins = _margins_on_data(Z, y, idx[claimed], beta[claimed], row_norm)
     separable[claimed] = margins > MARGIN_TOL
     thin = claimed[~separable[claimed]]  # Newton's bound is no certificate where it separated

@@ -52,9 +52,12 @@ def _gathered(Z: np.ndarray, y: np.ndarray, idx: np.ndarray) -> Gathered:
 @dataclass(frozen=True)
 class _Shared:
     """What the groups of one `LogisticRegression.fit_batch` call share, built once by it and
-    passed down (never kept on the model): the CSR arrays of [Z 1] where the data are sparse."""
+    passed down (never kept on the model): the CSR arrays of [Z 1] where the data are sparse,
+    and the separability proofs' bound on the rows' norms (`hyperplanes.widest`, a pass over
+    all of Z: once a batch, not once a group)."""
 
     sparse: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    row_norm: float | None = None
 
 
 def _design(Z: np.ndarray, y: np.ndarray, idx: np.ndarray, shared: _Shared) -> Design:
@@ -161,8 +164,8 @@ class LogisticRegression(LinearModel):
         the data are mostly zeros (as wide one-hot codings are; used for all m)."""
         width, nonzero = Z.shape[1] + 1, np.count_nonzero(Z) + len(y)
         if width >= SPARSE_MIN_WIDTH and nonzero <= SPARSE_DENSITY * width * len(y):
-            return _Shared(sparse=Sparse.from_dense(Z, ones=True))
-        return _Shared()
+            return _Shared(Sparse.from_dense(Z, ones=True), hyperplanes.widest(Z))
+        return _Shared(row_norm=hyperplanes.widest(Z))
 
     def _fit_group(
         self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray,
@@ -173,7 +176,7 @@ class LogisticRegression(LinearModel):
         fit = self._first_fit(_design(Z, y, idx, shared), start, shared)
         beta = fit.beta
         separable, start, from_lp = hyperplanes.decide(
-            Z, y, idx, beta, fit.separating, fit.margin_bound
+            Z, y, idx, beta, fit.separating, fit.margin_bound, shared.row_norm
         )  # start: where the sampler starts, a separating Newton iterate or the LP's solution
         chosen = np.flatnonzero(separable)
         self._apply_policy(Z, y, idx, keys, beta, chosen, start, from_lp)

@@ -40,6 +40,7 @@ import yaml
 
 from genvdis.csvtext import csv_text
 from genvdis.errors import UserError
+from genvdis.fetch import file_sha256
 
 log = logging.getLogger(__name__)
 
@@ -355,16 +356,17 @@ def verify(run_dir: Path, key: str) -> Verdict:
         return Verdict(False, False, f"{MANIFEST} is damaged")
     if made_by != key:
         return Verdict(False, False, "made with another config, other data or another version")
-    wrong = [name for name in OUTPUTS if _file_sha256(run_dir / name) != listed.get(name)]
+    wrong = [name for name in OUTPUTS if output_sha256(run_dir / name) != listed.get(name)]
     if not wrong:
         return Verdict(True, True, "")
     problem = ", ".join(wrong) + (" is" if len(wrong) == 1 else " are") + " missing or changed"
     return Verdict(False, "errors.csv" not in wrong, problem)
 
 
-def _file_sha256(path: Path) -> str | None:
+def output_sha256(path: Path) -> str | None:
+    """An output file's sha256 (`fetch.file_sha256`), None where it is missing or unreadable."""
     try:
-        return _sha256(path.read_bytes()) if path.is_file() else None
+        return file_sha256(path) if path.is_file() else None
     except OSError:
         return None
 

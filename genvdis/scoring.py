@@ -214,7 +214,8 @@ def _count_in_chunks(
     nonzeros (`start` not empty: `SparseRows`), their sums."""
     errors = np.zeros(fast_coef.shape[1], dtype=np.int32)
     n = fast.shape[0]
-    decision = np.empty((chunk, fast_coef.shape[1]), dtype=fast_coef.dtype)
+    # the sparse pass's buffer (the BLAS product makes its own)
+    decision = np.empty((chunk if start.size else 0, fast_coef.shape[1]), dtype=fast_coef.dtype)
     for first, last, positive in ((0, n_negative, False), (n_negative, n, True)):
         for begin in range(first, last, chunk):
             stop = min(begin + chunk, last)

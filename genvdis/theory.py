@@ -200,7 +200,7 @@ def _run_theory(
     made = _outputs(config)
     keys = [_run_fingerprint(root / f"n{n}") for n in config.n]
     manifest = {"fingerprint": _fingerprint(config, keys),
-                "files": {name: results._file_sha256(root / name) for name in made}}  # fmt: skip
+                "files": {name: results.output_sha256(root / name) for name in made}}  # fmt: skip
     with results.writing(root, "the sample complexity"):
         results.atomic_write_text(root / MANIFEST, json.dumps(manifest, indent=1) + "\n")
     log.info("%s: wrote %s in %.0f s", config.name, root, time.perf_counter() - started)
@@ -309,7 +309,7 @@ def _up_to_date(config: TheoryConfig, root: Path) -> bool:
         return False
     if made_by != _fingerprint(config, keys):
         return False
-    hashes = {name: results._file_sha256(root / name) for name in _outputs(config)}
+    hashes = {name: results.output_sha256(root / name) for name in _outputs(config)}
     return None not in hashes.values() and hashes == listed
 
 
