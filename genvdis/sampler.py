@@ -6,9 +6,11 @@ z, and the uniform law on V has the direction uniform (in solid angle) over the 
 {A z > 0}. The sampler uses two facts to be fast and exact in law:
 - a standard normal vector conditioned on the cone {A z > 0} has that same direction law
   (the normal is rotation invariant and the cone is scale invariant);
-- the constraints only see the part of z in the row space of A (rank r <= m). So z = Q w + v,
-  with Q an orthonormal basis of the row space, w ~ N(0, I_r) truncated to {A Q w > 0}, and
-  v ~ N(0, I) projected on the orthogonal complement, independent and drawn exactly.
+- the constraints only see the part of z in the row space of A (rank r <= m). So where m < d,
+  z = Q w + v, with Q an orthonormal basis of the row space, w ~ N(0, I_m) truncated to
+  {A Q w > 0}, and v ~ N(0, I) projected on the orthogonal complement, independent and drawn
+  exactly; where m >= d the chain runs on z itself (w = z, B = A: a basis of R^d is not needed,
+  and any would only rotate the chain).
 w is drawn by exact Hamiltonian Monte Carlo for the truncated normal (each iteration: an
 exactly solved Hamiltonian trajectory that bounces off the walls), which costs O(m) per bounce
 instead of O(m d). Finally the radius is drawn as U^(1/d), so the returned point is uniform on
@@ -101,59 +103,80 @@ def _least(key: np.ndarray) -> int:
 
 
 @streams.jit
-def _first_wall(
-    c: np.ndarray, v: np.ndarray, key: np.ndarray, last: int, behind: int
-) -> tuple[float, int]:
-    """The time to the first wall met and its index (inf, -1 for none), skipping `last`, the
-    wall the particle stands on (its key is inf). Wall i is met at t_i = atan2(v_i, c_i) + pi/2;
-    in front of it (c_i > 0) that is increasing in the key v_i / c_i, so one arctan serves all
-    of those; the `behind` others (rare) take the general formula."""
-    best_time, j_time = np.inf, -1
-    if behind > 0:
-        for i in range(c.size):
-            if i != last and not c[i] > 0.0:
-                t = np.arctan2(v[i], c[i]) + np.pi / 2
-                if t < best_time:
-                    best_time, j_time = t, i
-    first, j = best_time, j_time
+def _hit_behind(
+    c: np.ndarray, v: np.ndarray, key: np.ndarray, last: int, rc: float, rs: float
+) -> tuple[bool, int, float, float]:
+    """`_next_hit` where some walls are behind (c_i <= 0, rare: reached or crossed through
+    rounding): every wall's hit time t_i = atan2(v_i, c_i) + pi/2 is compared explicitly."""
+    best_time, j = np.inf, -1
+    for i in range(c.size):
+        if i != last and not c[i] > 0.0:
+            t = np.arctan2(v[i], c[i]) + np.pi / 2
+            if t < best_time:
+                best_time, j = t, i
     j_key = _least(key)
     if j_key >= 0:
         t = np.arctan(key[j_key]) + np.pi / 2
-        if t < first:
-            first, j = t, j_key
-    return first, j
+        if t < best_time:
+            best_time, j = t, j_key
+    if best_time < np.arctan2(rs, rc):
+        return True, j, np.cos(best_time), np.sin(best_time)
+    return False, -1, rc, rs
+
+
+@streams.jit
+def _next_hit(
+    c: np.ndarray, v: np.ndarray, key: np.ndarray, last: int, behind: int, rc: float, rs: float
+) -> tuple[bool, int, float, float]:
+    """Whether a wall is met before the time left runs out, which (skipping `last`, the wall
+    the particle stands on), and the cosine and sine of the time to it; else the time left's,
+    (rc, rs). Wall i in front (c_i > 0) is met at t_i = arctan(v_i / c_i) + pi/2, increasing
+    in the key v_i / c_i, so the first is the smallest key, and neither t_i nor a
+    trigonometric function is needed: cos t = -k / sqrt(1 + k^2), sin t = 1 / sqrt(1 + k^2),
+    and t < time left (in (0, pi), with cosine rc and sine rs > 0) iff k rs < -rc."""
+    if behind > 0:
+        return _hit_behind(c, v, key, last, rc, rs)
+    j = _least(key)
+    if j < 0 or not rs > 0.0:
+        return False, -1, rc, rs
+    k = key[j]
+    if not k * rs < -rc:
+        return False, -1, rc, rs
+    if abs(k) < 1e150:
+        h = np.sqrt(1.0 + k * k)
+        return True, j, -k / h, 1.0 / h
+    return True, j, (-1.0 if k > 0 else 1.0), 1.0 / abs(k)
 
 
 @streams.jit
 def _trajectory(
     B: np.ndarray, G: np.ndarray, w: np.ndarray, p: np.ndarray, c: np.ndarray, v: np.ndarray,
-    key: np.ndarray, duration: float, max_bounces: int,
-) -> float:  # fmt: skip
+    key: np.ndarray, rc: float, rs: float, max_bounces: int,
+) -> tuple[float, float]:  # fmt: skip
     """One exact HMC trajectory for N(0, I) truncated to {B w > 0}: moves w and p in place for
-    time `duration`, or until `max_bounces` walls; returns the time travelled. On entry c = B w
-    and v = B p (the wall values); they are left stale.
+    the time whose cosine and sine are (rc, rs), or until `max_bounces` walls; returns the
+    cosine and sine of the time left (1, 0 if none). On entry c = B w and v = B p (the wall
+    values); they are left stale.
 
     Under the Gaussian's Hamiltonian a particle moves on w cos t + p sin t, so the time it
     meets each wall has a closed form; at the first wall the momentum is reflected
     (Pakman & Paninski, 2014). The wall values are tracked through the Gram matrix G = B B^T,
-    so a bounce costs O(m) rather than O(m r).
+    so a bounce costs O(m) rather than O(m r). Times are carried as rotations (cosine, sine):
+    the time left after a hit at t is the rotation by -t of the time left, so a bounce takes
+    one square root instead of an arctangent, a cosine and a sine.
     """
     r = B.shape[1]
     behind = _ratios(c, v, key)
-    remaining = duration
     last = -1
     for _ in range(max_bounces):
-        first, j = _first_wall(c, v, key, last, behind)
-        hit = first < remaining
-        tt = first if hit else remaining
-        cos, sin = np.cos(tt), np.sin(tt)
+        hit, j, cos, sin = _next_hit(c, v, key, last, behind, rc, rs)
         for k in range(r):
             wk = w[k]
             w[k] = wk * cos + p[k] * sin
             p[k] = p[k] * cos - wk * sin
-        remaining -= tt
         if not hit:
-            break
+            return 1.0, 0.0
+        rc, rs = rc * cos + rs * sin, rs * cos - rc * sin
         scale = 2.0 * (v[j] * cos - c[j] * sin) / G[j, j]
         for k in range(r):
             p[k] -= scale * B[j, k]
@@ -162,7 +185,7 @@ def _trajectory(
         c[j] = abs(c[j])
         key[j] = np.inf
         last = j
-    return duration - remaining
+    return rc, rs
 
 
 @streams.jit
@@ -186,7 +209,7 @@ def _chains(
         state[0] = keys[s]
         w[:] = w0[s]
         _values(Bt[s], w, here)
-        duration = np.pi / 2
+        rc, rs = 0.0, 1.0  # the warm-up's time, pi/2, as (cosine, sine)
         for iteration in range(iterations):
             budget = warmup_bounces if iteration == 0 else 20 * warmup_bounces
             proposal[:] = w
@@ -194,9 +217,11 @@ def _chains(
                 p[k] = streams.next_normal(state)
             c[:] = here
             _values(Bt[s], p, v)
-            travelled = _trajectory(B[s], G[s], proposal, p, c, v, key, duration, budget)
-            if iteration == 0 and travelled > 0:
-                duration = travelled
+            left_c, left_s = _trajectory(B[s], G[s], proposal, p, c, v, key, rc, rs, budget)
+            if iteration == 0:  # the time travelled, pi/2 less the time left, from now on
+                travelled = np.pi / 2 - np.arctan2(left_s, left_c)
+                if travelled > 0:
+                    rc, rs = np.cos(travelled), np.sin(travelled)
             _values(Bt[s], proposal, ahead)
             feasible = True
             for i in range(m):
@@ -236,16 +261,23 @@ def sample_version_space(
     rounding is rejected, so every draw separates.
     """
     S, m, d = A.shape
-    Q, _ = np.linalg.qr(np.swapaxes(A, 1, 2))  # (S, d, r): a basis of each row space
-    r = Q.shape[2]
-    B = np.ascontiguousarray(A @ Q)
+    keys = np.asarray(keys, dtype=np.uint64)
+    if m >= d:  # the row space is (at most) all of R^d: z's own coordinates serve, no QR
+        B = np.ascontiguousarray(A, dtype=float)
+        w = np.array(z0, dtype=float)
+    else:
+        Q, _ = np.linalg.qr(np.swapaxes(A, 1, 2))  # (S, d, m): a basis of each row space
+        B = np.ascontiguousarray(A @ Q)
+        w = np.einsum("sdr,sd->sr", Q, z0)
+    r = B.shape[2]
     G = B @ np.swapaxes(B, 1, 2)
     Bt = np.ascontiguousarray(np.swapaxes(B, 1, 2))
-    w = np.einsum("sdr,sd->sr", Q, z0)
     w *= np.sqrt(r) / np.linalg.norm(w, axis=1, keepdims=True)  # the typical radius
-    keys = np.asarray(keys, dtype=np.uint64)
     w, v, u = _chains(B, Bt, G, w, keys, int(iterations), int(warmup_bounces), d)
-    v -= np.einsum("sdr,sr->sd", Q, np.einsum("sdr,sd->sr", Q, v))
-    z = np.einsum("sdr,sr->sd", Q, w) + (v if d > r else 0.0)
+    if m >= d:
+        z = w
+    else:  # the part outside the row space: d normals projected off it, drawn exactly
+        v -= np.einsum("sdr,sr->sd", Q, np.einsum("sdr,sd->sr", Q, v))
+        z = np.einsum("sdr,sr->sd", Q, w) + v
     radius = u[:, None] ** (1.0 / d)
     return radius * z / np.linalg.norm(z, axis=1, keepdims=True)

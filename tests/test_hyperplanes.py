@@ -401,9 +401,12 @@ def _dot(row: list[float], x: list[float]) -> float:
     return total
 
 
-def _plain_first_wall(c: list[float], v: list[float], last: int) -> tuple[float, int]:
-    """The time to the first wall met, t_i = atan2(v_i, c_i) + pi/2, and its index, skipping
-    `last`: in front of a wall (c_i > 0) through the ratio v_i / c_i, one wall at a time."""
+def _plain_next_hit(c: list[float], v: list[float], last: int, rc: float, rs: float):
+    """Whether a wall is met within the time left (cosine rc, sine rs), which, and the cosine
+    and sine of the time to it (else rc, rs), skipping `last`, one wall at a time. Wall i is
+    met at t_i = atan2(v_i, c_i) + pi/2. In front of every wall (c_i > 0) that is compared
+    through the ratio k = v_i / c_i: t < time left iff k rs < -rc, and cos t = -k / sqrt(1 +
+    k^2), sin t = 1 / sqrt(1 + k^2); with a wall behind, times are compared explicitly."""
     best_ratio, j_ratio, best_time, j_time = math.inf, -1, math.inf, -1
     for i in range(len(c)):
         if i != last and c[i] > 0.0 and v[i] / c[i] < best_ratio:
@@ -411,10 +414,20 @@ def _plain_first_wall(c: list[float], v: list[float], last: int) -> tuple[float,
         elif i != last and not c[i] > 0.0:
             if math.atan2(v[i], c[i]) + math.pi / 2 < best_time:
                 best_time, j_time = math.atan2(v[i], c[i]) + math.pi / 2, i
-    first, j = best_time, j_time
-    if j_ratio >= 0 and math.atan(best_ratio) + math.pi / 2 < first:
-        first, j = math.atan(best_ratio) + math.pi / 2, j_ratio
-    return first, j
+    if j_time >= 0:  # a wall behind
+        first, j = best_time, j_time
+        if j_ratio >= 0 and math.atan(best_ratio) + math.pi / 2 < first:
+            first, j = math.atan(best_ratio) + math.pi / 2, j_ratio
+        if first < math.atan2(rs, rc):
+            return True, j, math.cos(first), math.sin(first)
+        return False, -1, rc, rs
+    if j_ratio < 0 or not rs > 0.0 or not best_ratio * rs < -rc:
+        return False, -1, rc, rs
+    k = best_ratio
+    if abs(k) < 1e150:
+        h = math.sqrt(1.0 + k * k)
+        return True, j_ratio, -k / h, 1.0 / h
+    return True, j_ratio, (-1.0 if k > 0 else 1.0), 1.0 / abs(k)
 
 
 def _rotate(x: list[float], y: list[float], cos: float, sin: float):
@@ -423,41 +436,40 @@ def _rotate(x: list[float], y: list[float], cos: float, sin: float):
     return [a * cos + b * sin for a, b in pairs], [b * cos - a * sin for a, b in pairs]
 
 
-def _plain_trajectory(B, G, w, p, duration, max_bounces):
+def _plain_trajectory(B, G, w, p, rc, rs, max_bounces):
     """One trajectory as Pakman & Paninski's algorithm reads, one wall at a time, in plain
     Python floats: the wall values B w, B p; the first wall met; rotate; reflect off it
-    through G."""
+    through G. Times are rotations (cosine, sine); returns the time left's (1, 0 if none)."""
     m, r = len(B), len(w)
     c, v = [_dot(B[i], w) for i in range(m)], [_dot(B[i], p) for i in range(m)]
-    remaining, last = duration, -1
+    last = -1
     for _ in range(max_bounces):
-        first, j = _plain_first_wall(c, v, last)
-        hit = first < remaining
-        tt = first if hit else remaining
-        cos, sin = math.cos(tt), math.sin(tt)
+        hit, j, cos, sin = _plain_next_hit(c, v, last, rc, rs)
         w, p = _rotate(w, p, cos, sin)
-        c, v = _rotate(c, v, cos, sin)
-        remaining -= tt
         if not hit:
-            break
+            return w, (1.0, 0.0)
+        c, v = _rotate(c, v, cos, sin)
+        rc, rs = rc * cos + rs * sin, rs * cos - rc * sin
         scale = 2.0 * v[j] / G[j][j]
         p = [p[k] - scale * B[j][k] for k in range(r)]
         v = [v[i] - scale * G[j][i] for i in range(m)]
         c[j], last = abs(c[j]), j
-    return w, duration - remaining
+    return w, (rc, rs)
 
 
 def _plain_chain(B, G, w, key: int, iterations: int) -> list[float]:
-    """A chain of `_plain_trajectory`s: the warm-up fixes the duration, a move off the cone
-    through rounding is rejected (as `sample_version_space` documents)."""
+    """A chain of `_plain_trajectory`s: the warm-up (pi/2 at most) fixes the duration, a move
+    off the cone through rounding is rejected (as `sample_version_space` documents)."""
     state = np.array([key], dtype=np.uint64)
-    duration = math.pi / 2
+    rc, rs = 0.0, 1.0
     for iteration in range(iterations):
         budget = sampler.WARMUP_BOUNCES * (1 if iteration == 0 else 20)
         p = [float(streams.next_normal(state)) for _ in w]
-        proposal, travelled = _plain_trajectory(B, G, w, p, duration, budget)
-        if iteration == 0 and travelled > 0:
-            duration = travelled
+        proposal, left = _plain_trajectory(B, G, w, p, rc, rs, budget)
+        if iteration == 0:
+            travelled = math.pi / 2 - math.atan2(left[1], left[0])
+            if travelled > 0:
+                rc, rs = math.cos(travelled), math.sin(travelled)
         if all(_dot(row, proposal) > 0.0 for row in B):
             w = proposal
     return w
@@ -509,24 +521,47 @@ def test_the_first_wall_is_the_first_of_the_smallest_keys():
             assert sampler._least(key) == expected
 
 
-def test_the_first_wall_is_found_as_one_wall_at_a_time_finds_it():
-    """`_first_wall` (keys made in the vectorised pass, the walls behind scanned only when
-    there are any) against `_plain_first_wall`, on wall values with ties, zeros of both signs
+def test_the_next_hit_is_found_as_one_wall_at_a_time_finds_it():
+    """`_next_hit` (keys made in the vectorised pass, the walls behind scanned only when
+    there are any) against `_plain_next_hit`, on wall values with ties, zeros of both signs
     and walls behind (c_i <= 0, which rounding leaves after a hit), with and without a wall
-    to skip: the same time, bit for bit, and the same wall."""
+    to skip, and times left from 0 to pi/2: the same wall and rotation, bit for bit."""
     rng = np.random.default_rng(7)
     pool = np.array([-0.5, -1e-17, -0.0, 0.0, 1e-17, 0.5, 1.0, 2.0])
+    times = np.array([0.0, 1e-9, 0.3, 1.0, np.pi / 2])
     for size in range(1, 10):
         for _ in range(300):
             c, v = rng.choice(pool, size=size), rng.choice(pool, size=size) - 0.25
             last = int(rng.integers(-1, size))
+            left = rng.choice(times)
+            rc, rs = float(np.cos(left)), float(np.sin(left))
             key = np.empty(size)
             behind = sampler._ratios(c, v, key)
             if last >= 0:
                 behind -= not c[last] > 0.0
                 key[last] = np.inf
-            first, j = sampler._first_wall(c, v, key, last, behind)
-            assert (first, j) == _plain_first_wall(c.tolist(), v.tolist(), last)
+            found = sampler._next_hit(c, v, key, last, behind, rc, rs)
+            assert found == _plain_next_hit(c.tolist(), v.tolist(), last, rc, rs)
+
+
+def test_a_hit_is_at_the_time_the_trigonometric_formulas_give():
+    """The square-root form of the hit's cosine and sine is the rotation by
+    t = arctan(v / c) + pi/2, and a wall is met exactly when t is below the time left."""
+    rng = np.random.default_rng(8)
+    for _ in range(2000):
+        c, v = rng.uniform(0.01, 3.0), rng.normal(0.0, 3.0)
+        left = rng.uniform(0.01, np.pi / 2)
+        key = np.array([v / c])
+        hit, j, cos, sin = sampler._next_hit(
+            np.array([c]), np.array([v]), key, -1, 0, np.cos(left), np.sin(left)
+        )
+        t = np.arctan(v / c) + np.pi / 2
+        if abs(t - left) > 1e-12:
+            assert hit == (t < left)
+        if hit:
+            assert j == 0
+            assert cos == pytest.approx(np.cos(t), abs=1e-14)
+            assert sin == pytest.approx(np.sin(t), abs=1e-14)
 
 
 @pytest.mark.parametrize("width", [1, 5, 7, 8, 9, 16, 63, 128, 129, 200, 300, 1100])
