@@ -274,10 +274,11 @@ class _Damaged(Exception):
 
 def t_quantile(p: float, dof):
     """Student's t quantile: what scipy.stats.t.ppf computes (it calls stdtrit: same bits),
-    without importing scipy.stats (~1 s) on a run's path."""
-    from scipy.special import stdtrit
+    without importing scipy.stats (~1 s) or scipy.special's package (~0.28 s) on a run's path:
+    stdtrit's module is loaded beside its package (genvdis.extensions)."""
+    from genvdis import extensions
 
-    return stdtrit(dof, p)
+    return extensions.load_beside("scipy.special._ufuncs").stdtrit(dof, p)
 
 
 def summarize_errors(errors: pd.DataFrame, model_order: list[str]) -> pd.DataFrame:

@@ -23,9 +23,10 @@ from genvdis.csvtext import csv_text
 # Heavy, and not needed before a run's first task (matplotlib: plot/report; sklearn: tests and
 # benchmarks; dask: --backend dask; scipy.stats: the theory runs; scipy.optimize: the rare LP;
 # joblib: runs on workers, not --jobs 1; pooch: downloads, not a cache hit; scipy.linalg's
-# package: the kernels need only its BLAS module, genvdis.extensions).
+# and scipy.special's packages: the kernels need only BLAS's module and the summary only
+# stdtrit's, genvdis.extensions).
 HEAVY = ["scipy.stats", "scipy.optimize", "matplotlib", "sklearn", "dask", "distributed"]
-HEAVY += ["joblib", "pooch", "scipy.linalg"]
+HEAVY += ["joblib", "pooch", "scipy.linalg", "scipy.special"]
 
 
 def _loaded_after(code: str, cwd=None) -> list[str]:
@@ -69,7 +70,8 @@ def test_the_separability_lp_runs_without_importing_scipy_optimize():
         "assert 'scipy.optimize' not in sys.modules\n"
         "want, _ = lp._by_linprog(A)\nassert x.tobytes() == want.tobytes(), (x, want)"
     )
-    assert set(_loaded_after(code)) == {"scipy.optimize", "scipy.linalg"}  # by linprog, last
+    by_linprog = {"scipy.optimize", "scipy.linalg", "scipy.special"}  # last
+    assert set(_loaded_after(code)) == by_linprog
 
 
 def test_the_kernels_blas_comes_without_scipy_linalg_and_the_package_still_imports():
@@ -89,6 +91,45 @@ def test_the_kernels_blas_comes_without_scipy_linalg_and_the_package_still_impor
         "assert np.allclose(scipy.linalg.solve(np.eye(2) * 2, np.ones(2)), 0.5)"
     )
     assert _loaded_after(code) == ["scipy.linalg"]
+
+
+def test_the_t_quantile_is_scipy_stats_without_scipy_special_and_the_package_still_imports():
+    """The summary's t quantile comes from stdtrit's module loaded beside scipy.special
+    (genvdis.extensions.load_beside), not through the package's __init__: the same bits as
+    scipy.stats.t.ppf; afterwards scipy.special imports whole, with the same stdtrit, and its
+    other functions work."""
+    code = (
+        "import numpy as np, sys\nfrom genvdis import results\n"
+        "dof = np.arange(1, 3001)\nq = results.t_quantile(0.975, dof)\n"
+        "assert 'scipy.special' not in sys.modules\n"
+        "assert 'scipy.special._ufuncs' in sys.modules\n"
+        "import scipy.special, scipy.stats\n"
+        "assert q.tobytes() == scipy.stats.t.ppf(0.975, dof).tobytes()\n"
+        "assert scipy.special.stdtrit is sys.modules['scipy.special._ufuncs'].stdtrit\n"
+        "assert scipy.special.expit(0.0) == 0.5 and scipy.special.ndtr(0.0) == 0.5\n"
+    )
+    assert "scipy.special" in _loaded_after(code)  # imported last, by hand (scipy.stats too)
+
+
+def test_threads_importing_scipy_special_during_the_load_beside_get_the_real_package():
+    """While stdtrit's module loads beside its package, the package's stand-in is marked as
+    initialising and its import lock held: a thread importing scipy.special meanwhile waits,
+    then gets the real package, never the stand-in."""
+    code = (
+        "import threading, sys\nfrom genvdis import results\n"
+        "seen, errors = [], []\n"
+        "def quantile():\n"
+        "    try:\n        seen.append(float(results.t_quantile(0.975, 9)))\n"
+        "    except Exception as e:\n        errors.append(repr(e))\n"
+        "def package():\n"
+        "    try:\n        import scipy.special as sp\n        seen.append(float(sp.expit(0.0)))\n"
+        "    except Exception as e:\n        errors.append(repr(e))\n"
+        "threads = [threading.Thread(target=f) for f in (quantile, package) * 4]\n"
+        "[t.start() for t in threads]\n[t.join() for t in threads]\n"
+        "assert not errors, errors\nassert len(seen) == 8\n"
+        "import scipy.special\nassert hasattr(scipy.special, 'gamma')\n"
+    )
+    assert _loaded_after(code) == ["scipy.special"]
 
 
 def test_every_blas_the_kernels_call_runs_on_one_thread(tmp_path, write_toy, toy_config):
