@@ -16,6 +16,8 @@ import functools
 import http.server
 import json
 import math
+import signal
+import threading
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
@@ -331,11 +333,18 @@ def page_url(server: http.server.HTTPServer) -> str:
 
 
 def serve(server: http.server.HTTPServer, say: Callable[[str], Any] = print) -> None:
-    """Serve until Ctrl-C, after saying the explorer's address."""
+    """Serve until Ctrl-C, after saying the explorer's address. Ctrl-C (SIGINT) stops it even
+    where the process inherited SIGINT ignored (started in the background by a script, or by
+    a test runner that was): Python then installs no KeyboardInterrupt of its own, and the
+    server could only be killed."""
     say(f"serving {page_url(server)} (Ctrl-C stops it)")
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler) if in_main else None
     try:
         server.serve_forever()
     except KeyboardInterrupt:
         say("stopped")
     finally:
         server.server_close()
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)

@@ -177,13 +177,17 @@ def test_report_writes_the_explorer_beside_the_report(known, tmp_path):
     ).encode()
 
 
-def test_report_serve_over_loopback_until_ctrl_c(known, tmp_path):
+@pytest.mark.parametrize("inherited", ["default", "ignored"])
+def test_report_serve_over_loopback_until_ctrl_c(known, tmp_path, inherited):
+    """Ctrl-C stops the server, also where the process started with SIGINT ignored (as a
+    script's background job, or under a test runner started so, inherits it)."""
     folder = tmp_path / "r"
     shutil.copytree(known / "toy", folder / "toy")
     command = [sys.executable, "-m", "genvdis.cli", "report", str(folder), "--boot", "20"]
+    handler = signal.SIG_IGN if inherited == "ignored" else signal.SIG_DFL
     proc = subprocess.Popen(
         [*command, "--serve", "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True,
+        text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, handler),
     )  # fmt: skip
     watchdog = threading.Timer(120, proc.kill)
     watchdog.start()
