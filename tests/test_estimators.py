@@ -299,15 +299,19 @@ def test_warning_counts_do_not_mix_across_threads(toy, user_package):
     assert together == alone
 
 
+def _block_error(model, encoded, m: int, block: range) -> str:
+    """The one-line error `score_block` stops with on the block's training sets of size m."""
+    train = splits.draw_training_block(encoded.y, m, 0, block)
+    with pytest.raises(UserError) as caught:
+        estimators.score_block(model, encoded.onehot, encoded.y, train, None, 0, block)
+    return str(caught.value)
+
+
 def test_an_estimator_failing_on_a_split_names_entry_m_and_split(toy, user_package):
     data, encoded = toy
     model = estimators.build(spec("userpkg.Fragile", name="weak"), data.layout,
                              ("sklearn", "userpkg"))  # fmt: skip
-    block, m = range(0, 5), 60
-    train = splits.draw_training_block(encoded.y, m, 0, block)
-    with pytest.raises(UserError) as caught:
-        estimators.score_block(model, encoded.onehot, encoded.y, train, None, 0, block)
-    assert str(caught.value) == (
+    assert _block_error(model, encoded, 60, range(0, 5)) == (
         "models: 'weak' failed at m=60, split 0: FloatingPointError: too many rows"
     )
 
@@ -326,11 +330,7 @@ def test_an_invalid_parameter_fails_on_every_block_s_first_split(toy):
     skip the check): a bad one that got past `build` still stops the run, naming the entry."""
     data, encoded = toy
     model = estimators.EstimatorModel("svm", LinearSVC, {"C": -1.0}, "onehot", data.layout)
-    block, m = range(4, 10), 30
-    train = splits.draw_training_block(encoded.y, m, 0, block)
-    with pytest.raises(UserError) as caught:
-        estimators.score_block(model, encoded.onehot, encoded.y, train, None, 0, block)
-    assert str(caught.value) == (
+    assert _block_error(model, encoded, 30, range(4, 10)) == (
         "models: 'svm' failed at m=30, split 4: InvalidParameterError: The 'C' parameter of "
         "LinearSVC must be a float in the range (0.0, inf). Got -1.0 instead."
     )
