@@ -10,7 +10,9 @@ engine's blocks of splits at every m:
   fresh estimator (with the split's random_state if the engine gives one), fit on the
   training rows, predict on the others, wrong predictions counted;
 - genvdis: `engine.run_block` with the entry alone: the same, plus the warnings captured and
-  counted, single-threaded BLAS and the block's rows assembled into a table.
+  counted, single-threaded BLAS and the block's rows assembled into a table, minus
+  scikit-learn's parameter and finiteness checks after each block's first split
+  (`estimators.checked_once`): the ratio can be below 1.
 Each side runs `--repeat` times, alternating, and the minimum of its CPU time is kept
 (time.process_time: this process's own seconds, which other processes on a shared machine
 disturb far less than wall-clock time; BLAS is single-threaded on both sides). It prints both

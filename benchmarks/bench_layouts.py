@@ -6,7 +6,7 @@ For the smallest and the largest m of each config's grid, runs `engine.run_block
 splits with logistic regression's training sets gathered (`layouts.Gathered`) and sparse
 (`layouts.Sparse`), alternately, and prints the best of `--repeats` times of each and which
 one the engine's rule picks (sparse for designs of >= `SPARSE_MIN_WIDTH` columns with at most
-`SPARSE_DENSITY` of them nonzero: `LogisticRegression._shared`). The rule's thresholds come
+`SPARSE_DENSITY` of them nonzero: `LogisticRegression.shared`). The rule's thresholds come
 from these figures. Both layouts fit the same models; only rounding differs, so the numbers
 are not compared here (tests/test_newton.py does).
 """
@@ -38,7 +38,7 @@ FORCED = {"gathered": (np.inf, 0.0), "sparse": (0, 1.0)}  # (SPARSE_MIN_WIDTH, S
 def compare(path: str, splits: int, repeats: int) -> None:
     config, _, encoded, fitted, protocol = load(path)
     lr = next(f for f in fitted if isinstance(f, logistic.LogisticRegression))
-    picked = "sparse" if lr._shared(encoded.reference, encoded.y).sparse else "gathered"
+    picked = "sparse" if lr.shared(encoded.reference, encoded.y).sparse else "gathered"
     width = encoded.reference.shape[1] + 1
     density = (np.count_nonzero(encoded.reference) + len(encoded.y)) / (len(encoded.y) * width)
     rule = logistic.SPARSE_MIN_WIDTH, logistic.SPARSE_DENSITY

@@ -36,6 +36,7 @@ from genvdis.config import ExperimentConfig
 from genvdis.datasets import RawData
 from genvdis.datasource import load_data
 from genvdis.linear import BatchFit, LinearModel
+from genvdis.logistic import LogisticRegression
 from genvdis.planning import Plan, plan_tasks
 from genvdis.preprocessing import PreparedData, prepare
 from genvdis.progress import Progress, silent
@@ -110,7 +111,7 @@ def _fit_linear(data, models, m, block, protocol, train, test_mask) -> tuple[dic
     fits = []
     for model in models:
         Z = data.reference if model.reference_coding else data.onehot
-        fits.append(model.fit_batch(Z, data.y, train, keys))
+        fits.append(model.fit_batch(Z, data.y, train, keys, **_once_a_run(model, data, Z)))
     classifiers = [
         data.as_onehot(fit, model.reference_coding) for fit, model in zip(fits, models, strict=True)
     ]
@@ -122,6 +123,18 @@ def _fit_linear(data, models, m, block, protocol, train, test_mask) -> tuple[dic
     errors = errors.reshape(len(models), len(block))
     names = [model.name for model in models]
     return dict(zip(names, errors, strict=True)), dict(zip(names, fits, strict=True))
+
+
+def _once_a_run(model: LinearModel, data: EncodedData, Z: np.ndarray) -> dict:
+    """What every batch of a binary logistic regression shares (`LogisticRegression.shared`,
+    a function of Z alone: the proofs' row-norm bound, the sparse rows), built on the first
+    batch a process fits and kept with the data, instead of once a batch."""
+    if not isinstance(model, LogisticRegression) or isinstance(model, multiclass.MultiModel):
+        return {}
+    key = ("logistic", model.reference_coding)
+    if key not in data.derived:
+        data.derived[key] = model.shared(Z, data.y)
+    return {"shared": data.derived[key]}
 
 
 def resolve(config: ExperimentConfig, data: PreparedData) -> dict:

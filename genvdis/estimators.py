@@ -20,10 +20,11 @@ import importlib
 import inspect
 import os
 import re
+import sys
 import threading
 import warnings
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -302,8 +303,11 @@ def score_block(
     warned = np.zeros(len(block), dtype=np.int64)
     states = random_states(seed, m, block) if model.seeded else [0] * len(block)
     test = np.ones(len(y), dtype=bool)
-    with counting_warnings() as counter:
+    finite = bool(np.isfinite(X).all())
+    with counting_warnings() as counter, ExitStack() as checked:
         for s, split in enumerate(block):
+            if s == 1:
+                checked.enter_context(checked_once(finite))
             if test_mask is None:
                 test[:] = True
                 test[train[s]] = False
@@ -313,6 +317,21 @@ def score_block(
             errors[s] = _fit_and_count(model, states[s], X, y, train[s], test, m, split)
             warned[s] = counter.count - before
     return errors, warned
+
+
+def checked_once(finite: bool) -> AbstractContextManager:
+    """scikit-learn's checks whose answer the block's first split already gave, skipped for
+    the others (its per-call checks cost more than fitting a small problem): the parameters,
+    the same on every split but for random_state, an integer from the stream; and, when the
+    design `finite` (every value checked once here), the finiteness of its rows. A design
+    with NaN or inf keeps the checks on every split, so it fails loudly, never scores. Only
+    if scikit-learn is imported: an estimator of another package runs as it is."""
+    sklearn = sys.modules.get("sklearn")
+    if sklearn is None:
+        return nullcontext()
+    return sklearn.config_context(
+        skip_parameter_validation=True, assume_finite=True if finite else None
+    )
 
 
 def _fit_and_count(model, random_state, X, y, rows, test, m, split) -> int:

@@ -159,9 +159,10 @@ class LogisticRegression(LinearModel):
         )
         return start if start.any() else None
 
-    def _shared(self, Z: np.ndarray, y: np.ndarray) -> _Shared:
-        """The data every group of a batch shares, built once: the sparse CSR of [Z 1] when
-        the data are mostly zeros (as wide one-hot codings are; used for all m)."""
+    def shared(self, Z: np.ndarray, y: np.ndarray) -> _Shared:
+        """The data every group of a batch shares: the sparse CSR of [Z 1] when the data are
+        mostly zeros (as wide one-hot codings are; used for all m). A function of Z alone, so
+        the engine builds it once a run (`EncodedData.derived`) and passes it to every batch."""
         width, nonzero = Z.shape[1] + 1, np.count_nonzero(Z) + len(y)
         if width >= SPARSE_MIN_WIDTH and nonzero <= SPARSE_DENSITY * width * len(y):
             return _Shared(Sparse.from_dense(Z, ones=True), hyperplanes.widest(Z))
@@ -233,12 +234,13 @@ class LogisticRegression(LinearModel):
             beta[chosen] = self._newton(_gathered(Z, y, idx[chosen]), strength).beta
 
     def fit_batch(
-        self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray | None = None
-    ) -> BatchFit:
-        """`LinearModel.fit_batch`; the data groups share (`_Shared`) and every split's warm
-        start are built once, passed on as arguments: the model itself holds no state, so
-        threads may share it."""
-        shared = self._shared(Z, y)
+        self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray | None = None,
+        *, shared: _Shared | None = None,
+    ) -> BatchFit:  # fmt: skip
+        """`LinearModel.fit_batch`; the data groups share (`shared`, built here unless the
+        caller has it for Z) and every split's warm start are built once, passed on as
+        arguments: the model itself holds no state, so threads may share it."""
+        shared = self.shared(Z, y) if shared is None else shared
         if keys is None:
             keys = np.zeros(idx.shape[0], dtype=np.uint64)
         start = self._warm_start(Z, y, idx, shared)

@@ -9,7 +9,7 @@ in single precision where its rounding provably cannot change a sign and in doub
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numba
@@ -38,6 +38,9 @@ class EncodedData:
     scoring32: np.ndarray  # `scoring` in single precision: scoring's first, fast pass
     column_max: np.ndarray  # max |value| of each scoring column: bounds single's rounding
     sparse: SparseRows | None  # `scoring`'s nonzeros, where few: scoring's faster first pass
+    # what a model derives from the data for every batch (logistic regression's `shared`), by
+    # key: built once a run, where the fits run (`engine._fit_linear`); `replace` starts afresh
+    derived: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def width(self) -> int:

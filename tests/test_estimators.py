@@ -28,7 +28,7 @@ from genvdis.sections import EstimatorSpec
 # tell whether anything was imported. `Noisy` warns twice on every split with an odd number of
 # positive training rows, and predicts the training set's majority; `Picky` has no
 # _validate_params and refuses alpha < 0 when fitted; `Fragile` fails on a training set with
-# more than 30 rows.
+# more than 30 rows; `Configured` records scikit-learn's configuration at each fit.
 USER_PACKAGE = """
 import pathlib, warnings
 import numpy as np
@@ -63,6 +63,14 @@ class Fragile(Noisy):
 class Column(Noisy):
     def predict(self, X):
         return super().predict(X)[:, None]
+
+class Configured(Noisy):
+    seen = []
+    def fit(self, X, y):
+        import sklearn
+        config = sklearn.get_config()
+        Configured.seen.append((config["skip_parameter_validation"], config["assume_finite"]))
+        return super().fit(X, y)
 
 class NoPredict:
     def fit(self, X, y):
@@ -291,15 +299,19 @@ def test_warning_counts_do_not_mix_across_threads(toy, user_package):
     assert together == alone
 
 
+def _block_error(model, encoded, m: int, block: range) -> str:
+    """The one-line error `score_block` stops with on the block's training sets of size m."""
+    train = splits.draw_training_block(encoded.y, m, 0, block)
+    with pytest.raises(UserError) as caught:
+        estimators.score_block(model, encoded.onehot, encoded.y, train, None, 0, block)
+    return str(caught.value)
+
+
 def test_an_estimator_failing_on_a_split_names_entry_m_and_split(toy, user_package):
     data, encoded = toy
     model = estimators.build(spec("userpkg.Fragile", name="weak"), data.layout,
                              ("sklearn", "userpkg"))  # fmt: skip
-    block, m = range(0, 5), 60
-    train = splits.draw_training_block(encoded.y, m, 0, block)
-    with pytest.raises(UserError) as caught:
-        estimators.score_block(model, encoded.onehot, encoded.y, train, None, 0, block)
-    assert str(caught.value) == (
+    assert _block_error(model, encoded, 60, range(0, 5)) == (
         "models: 'weak' failed at m=60, split 0: FloatingPointError: too many rows"
     )
 
@@ -311,6 +323,56 @@ def test_a_prediction_of_the_wrong_shape_stops_the_run(toy, user_package):
     with pytest.raises(UserError, match=r"^models: 'est' failed at m=10, split 0: predict gave "
                        r"an array of shape \(290, 1\) for 290 rows$"):  # fmt: skip
         estimators.score_block(model, encoded.onehot, encoded.y, train, None, 0, range(3))
+
+
+def test_an_invalid_parameter_fails_on_every_block_s_first_split(toy):
+    """Parameters are checked by scikit-learn on the first split of each block (the others
+    skip the check): a bad one that got past `build` still stops the run, naming the entry."""
+    data, encoded = toy
+    model = estimators.EstimatorModel("svm", LinearSVC, {"C": -1.0}, "onehot", data.layout)
+    assert _block_error(model, encoded, 30, range(4, 10)) == (
+        "models: 'svm' failed at m=30, split 4: InvalidParameterError: The 'C' parameter of "
+        "LinearSVC must be a float in the range (0.0, inf). Got -1.0 instead."
+    )
+
+
+def test_a_design_with_nan_fails_on_the_first_split_that_reads_the_row(toy):
+    """Finiteness is assumed only of a design checked finite: a NaN in a row that the block's
+    first split neither trains nor tests on still stops the run where a split reads it."""
+    data, encoded = toy
+    model = estimators.build(spec("sklearn.naive_bayes.GaussianNB"), data.layout, ("sklearn",))
+    block, m = range(0, 12), 15
+    train, mask = splits.draw_block(encoded.y, m, 3, block, "stratified", 50)
+    read = mask.copy()
+    np.put_along_axis(read, train, True, axis=1)
+    first = np.argmax(read, axis=0)  # the first split reading each row (0 if none does)
+    row = int(np.flatnonzero(first >= 2)[0])
+    onehot = encoded.onehot.copy()
+    onehot[row, 0] = np.nan
+    with pytest.raises(UserError) as caught:
+        estimators.score_block(model, onehot, encoded.y, train, mask, 3, block)
+    text = str(caught.value)
+    assert text.startswith(f"models: 'est' failed at m=15, split {first[row]}: ValueError: ")
+    assert "contains NaN" in text
+
+
+@pytest.mark.parametrize("finite", [True, False])
+def test_checks_are_skipped_after_the_first_split_only_within_the_block(toy, user_package,
+                                                                        finite):  # fmt: skip
+    import sklearn
+
+    data, encoded = toy
+    model = estimators.build(spec("userpkg.Configured"), data.layout, ("userpkg",))
+    onehot = encoded.onehot.copy()
+    if not finite:
+        onehot[0, 0] = np.inf
+    train = splits.draw_training_block(encoded.y, 10, 0, range(4))
+    before = sklearn.get_config()
+    seen = sys.modules["userpkg"].Configured.seen
+    seen.clear()  # build's check fitted it once
+    estimators.score_block(model, onehot, encoded.y, train, None, 0, range(4))
+    assert seen == [(False, False)] + [(True, finite)] * 3
+    assert sklearn.get_config() == before
 
 
 def test_check_config_checks_every_estimator_entry_without_data(user_package):

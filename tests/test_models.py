@@ -361,9 +361,37 @@ def _layout_cases(model: LogisticRegression) -> list[tuple[np.ndarray, ...]]:
         y = _noisy_labels(rng, 3 * (Z[:, 0] - Z[:, 1]))
         idx = np.stack([np.sort(rng.choice(n, m, replace=False)) for _ in range(6)])
         cases.append((Z, y, idx, stream_keys(2, n, range(6), stream=1)))
-    assert model._shared(*cases[0][:2]).sparse is not None
-    assert model._shared(*cases[1][:2]).sparse is None
+    assert model.shared(*cases[0][:2]).sparse is not None
+    assert model.shared(*cases[1][:2]).sparse is None
     return cases
+
+
+@pytest.mark.parametrize("coding", ["sparse", "dense"])
+def test_the_engine_builds_what_batches_share_once_a_run_to_the_same_fits(coding):
+    """`engine.run_block` builds LogisticRegression.shared on a run's first block and keeps it
+    with the data: every later block reuses it, and every block's rows (errors, separable
+    flags) are those of a block fitted with its own, built afresh."""
+    import dataclasses
+
+    from genvdis.engine import Protocol, run_block
+    from genvdis.scoring import EncodedData
+
+    rng = np.random.default_rng(21)
+    levels = (5,) * 5 if coding == "sparse" else ()
+    layout = FeatureLayout(0 if levels else 20, levels)
+    X = _discrete(rng, 300, levels) if levels else rng.uniform(size=(300, 20))
+    y = _noisy_labels(rng, 3 * (layout.onehot(X)[:, 0] - layout.onehot(X)[:, 1]))
+    data = EncodedData.encode(X, y, layout)
+    model, protocol = LogisticRegression(layout), Protocol(3, "stratified", "rest")
+    shared, key = None, ("logistic", True)  # reference-coded data
+    for m, block in ((10, range(0, 8)), (60, range(8, 14)), (10, range(14, 20))):
+        frame = run_block(data, [model], m, block, protocol)
+        alone = run_block(dataclasses.replace(data), [model], m, block, protocol)
+        assert frame.equals(alone)
+        shared = shared or data.derived[key]
+        assert list(data.derived) == [key] and data.derived[key] is shared
+    assert (shared.sparse is not None) == (coding == "sparse")
+    assert frame["separable"].any()  # m = 10: the proofs' row-norm bound was used
 
 
 def test_threads_sharing_one_model_fit_as_it_does_alone():

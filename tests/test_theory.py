@@ -118,6 +118,23 @@ def test_asymptotic_error_agrees_with_monte_carlo(kind):
         assert exact == pytest.approx(stats.norm.cdf(-0.5 * math.sqrt(10) / 2))
 
 
+@pytest.mark.parametrize("kind", ["binary", "gaussian"])
+def test_draws_are_the_stream_s_by_the_documented_formula(kind):
+    """The rows are a pure function of the spec, whatever way they are computed: y first, then
+    x | y from the same generator, bit for bit (the committed theory outputs depend on it)."""
+    spec = SyntheticDataset(kind=kind, n_features=7, n_rows=5000, effect=0.5, seed=4)
+    params = synthetic.parameters(spec)
+    X, y = synthetic.draw(spec)
+    rng = np.random.default_rng([spec.seed, 1])
+    expected_y = rng.integers(0, 2, size=spec.n_rows)
+    if kind == "binary":
+        expected = (rng.random((spec.n_rows, 7)) < params.p[expected_y]).astype(np.int8)
+    else:
+        expected = params.mu[expected_y] + params.sigma * rng.standard_normal((spec.n_rows, 7))
+    np.testing.assert_array_equal(y, expected_y)
+    assert X.dtype == expected.dtype and X.tobytes() == expected.tobytes()
+
+
 def test_m_star_on_a_hand_made_curve():
     sizes = np.array([10, 20, 40, 80, 160])
     curve = np.array([0.40, 0.305, 0.33, 0.308, 0.302])  # within 0.01 of 0.3 at 20, 80, 160
