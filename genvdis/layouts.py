@@ -25,12 +25,14 @@ import numpy as np
 
 from genvdis.logistic_kernels import (
     dense_csr,
+    elimination_orders,
     gathered_predictor,
     gathered_residuals,
     gathered_step,
     nll_terms,
     shifted_terms,
     sparse_directions,
+    sparse_steps,
     sparse_gradient,
     sparse_hessian,
     sparse_predictor,
@@ -213,8 +215,9 @@ class Sparse(_Products):
     values, column indices ascending in each row); labels t[s] (m,)."""
 
     def __init__(self, csr: tuple[np.ndarray, np.ndarray, np.ndarray], d: int,
-                 idx: np.ndarray, t: np.ndarray, unit: bool | None = None) -> None:  # fmt: skip
-        self.csr, self.d, self.idx, self.t = csr, d, idx, t
+                 idx: np.ndarray, t: np.ndarray, unit: bool | None = None,
+                 orders: tuple[np.ndarray, ...] | None = None) -> None:  # fmt: skip
+        self.csr, self.d, self.idx, self.t, self.orders = csr, d, idx, t, orders
         # every value 1 (one-hot data): the Hessian skips multiplying by them
         self.unit = bool((csr[2] == 1.0).all()) if unit is None else unit
 
@@ -245,7 +248,13 @@ class Sparse(_Products):
         return self.d
 
     def take(self, which: np.ndarray | slice) -> Sparse:
-        return Sparse(self.csr, self.d, self.idx[which], self.t[which], self.unit)
+        orders = None if self.orders is None else tuple(a[which] for a in self.orders)
+        return Sparse(self.csr, self.d, self.idx[which], self.t[which], self.unit, orders)
+
+    def sparsest_first(self) -> Sparse:
+        """This design, its Newton steps eliminated sparsest first (`sparse_steps`)."""
+        orders = elimination_orders(self.csr[0], self.csr[1], self.idx, self.d)
+        return Sparse(self.csr, self.d, self.idx, self.t, self.unit, orders)
 
     def labels(self, which: np.ndarray | None = None) -> np.ndarray:
         return self.t if which is None else self.t[which]
@@ -264,10 +273,13 @@ class Sparse(_Products):
         """Newton's steps H^-1 grad, H = X^T diag(w) X + diag(penalty), each built and solved
         in one buffer (`logistic_kernels.sparse_directions`); the pseudo-inverse's where H is
         numerically singular."""
-        w = np.ascontiguousarray(w)
-        delta, singular = sparse_directions(
-            *self.csr, self.idx, w, penalty, np.ascontiguousarray(grad), self.unit
-        )
+        w, grad = np.ascontiguousarray(w), np.ascontiguousarray(grad)
+        if self.orders is None:
+            delta, singular = sparse_directions(*self.csr, self.idx, w, penalty, grad, self.unit)
+        else:
+            delta, singular = sparse_steps(
+                *self.csr, self.idx, w, penalty, grad, self.unit, *self.orders
+            )
         if singular.any():
             at = np.flatnonzero(singular)
             hess = self.take(at).hessian(w[at]) + np.diag(penalty)

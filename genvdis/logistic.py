@@ -195,7 +195,9 @@ class LogisticRegression(LinearModel):
         likelihood lacks)."""
         if shared.sparse is None:
             return self._newton(design, TINY_RIDGE, stop=True, start=start)
-        fit = self._newton(design, TINY_RIDGE, stop=True, start=start, exponential_creep=True)
+        fit = self._newton(
+            design.sparsest_first(), TINY_RIDGE, stop=True, start=start, exponential_creep=True
+        )
         again = np.flatnonzero(fit.separating)
         if again.size:
             refit = self._newton(design.take(again), TINY_RIDGE, stop=True)

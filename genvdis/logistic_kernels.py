@@ -13,7 +13,13 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from genvdis.newton_solves import solve_coupled, solve_unblocked
+from genvdis.newton_solves import (
+    BLOCKED_MIN,
+    solve_coupled,
+    solve_into,
+    solve_sparse_in_place,
+    solve_unblocked,
+)
 from genvdis.streams import jit
 
 vector_jit = numba.njit(cache=True, nogil=True, fastmath={"contract"}, error_model="numpy")
@@ -306,4 +312,71 @@ def sparse_directions(indptr, indices, values, idx, w, penalty, grad, unit):
         singular[s] = solve_coupled(h, grad[s], delta[s])
         if singular[s]:
             delta[s] = 0.0
+    return delta, singular
+
+
+# --- the sparse layout's steps eliminated sparsest first ---
+
+
+@jit
+def elimination_orders(indptr, indices, idx, d):
+    """For each problem of CSR rows idx (S, m): the columns present in its rows, rarest first
+    (ties by index; the intercept, in every row, last), then the absent ones, as order (S, d),
+    with position (S, d) each column's place in it and present (S,) how many are present. On
+    one-hot data a rare level's Hessian row is nonzero only at the few levels seen with it:
+    eliminated first, it fills in little (minimum degree, approximately; `sparse_steps`)."""
+    S = idx.shape[0]
+    order, position = np.empty((S, d), dtype=np.int64), np.empty((S, d), dtype=np.int64)
+    present = np.zeros(S, dtype=np.int64)
+    count = np.zeros(d, dtype=np.int64)
+    for s in range(S):
+        count[:] = 0
+        for r in idx[s]:
+            for a in range(indptr[r], indptr[r + 1]):
+                count[indices[a]] += 1
+        ranked = np.argsort(count, kind="mergesort")  # absent (0) first, then rarest first
+        absent = d - np.count_nonzero(count)
+        present[s] = d - absent
+        order[s, : d - absent], order[s, d - absent :] = ranked[absent:], ranked[:absent]
+        for a in range(d):
+            position[s, order[s, a]] = a
+    return order, position, present
+
+
+@jit
+def sparse_steps(indptr, indices, values, idx, w, penalty, grad, unit, order, position, present):
+    """`sparse_directions` with each problem's present columns eliminated in `order`
+    (`elimination_orders`: sparsest first, each pivot's update on its row's nonzeros only,
+    `newton_solves.solve_sparse_in_place`; panelled from BLOCKED_MIN unknowns on), the absent
+    ones (the ridge alone) b_j / penalty_j. Another order of elimination than
+    `sparse_directions`': the steps differ in their last bits."""
+    S, d = grad.shape
+    delta, singular = np.zeros((S, d)), np.zeros(S, dtype=np.bool_)
+    full, buffer, rhs, y = np.empty((d, d)), np.empty(d * d), np.empty(d), np.empty(d)
+    for s in range(S):
+        k, at = present[s], order[s]
+        for a in range(k, d):
+            if penalty[at[a]] == 0.0:
+                singular[s] = True
+        if singular[s]:
+            continue
+        full[:] = 0.0
+        _hessian_into(indptr, indices, values, idx[s], w[s], unit, full)
+        h = buffer[: k * k].reshape((k, k))
+        for a in range(k):
+            source = full[at[a]]
+            for b in range(k):
+                h[a, b] = source[at[b]]
+            h[a, a] += penalty[at[a]]
+            rhs[a] = grad[s, at[a]]
+        if k >= BLOCKED_MIN:
+            singular[s] = solve_into(h, rhs[:k], y[:k])
+        else:
+            singular[s] = solve_sparse_in_place(h, rhs[:k], y[:k])
+        if singular[s]:
+            continue
+        for a in range(k):
+            delta[s, at[a]] = y[a]
+        for a in range(k, d):
+            delta[s, at[a]] = grad[s, at[a]] / penalty[at[a]]
     return delta, singular

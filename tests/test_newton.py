@@ -209,3 +209,48 @@ def test_fused_sparse_steps_are_the_hessians_solved_bit_for_bit():
     delta = design.directions(w, zero, grad)
     hess = design.hessian(w) + np.diag(zero)
     np.testing.assert_allclose(delta[0], np.linalg.pinv(hess[0]) @ grad[0])
+
+
+def test_sparsest_first_steps_are_the_reordered_systems_solved_bit_for_bit():
+    """`logistic_kernels.sparse_steps`: each problem's present columns ordered rarest first
+    (the intercept, in every row, last; absent columns after them, `elimination_orders`), the
+    reordered Hessian + diag(penalty) solved by `solve_unblocked` gives the very bits, an
+    absent column's step is its gradient over its ridge, and the steps solve the full systems.
+    An unpenalised absent column is singular (the caller's pseudo-inverse then)."""
+    rng = np.random.default_rng(23)
+    X = np.zeros((200, 13))
+    X[np.arange(200), rng.choice(6, p=[0.5, 0.3, 0.1, 0.05, 0.03, 0.02], size=200)] = 1.0
+    X[np.arange(200), 6 + rng.choice(6, p=[0.7, 0.2, 0.05, 0.03, 0.02, 0.0], size=200)] = 1.0
+    X[:, -1] = 1.0
+    csr = Sparse.from_dense(X)
+    idx = np.stack([np.sort(rng.choice(200, 40, replace=False)) for _ in range(6)])
+    w, grad = rng.uniform(0.01, 0.25, size=(6, 40)), rng.normal(size=(6, 13))
+    penalty = np.append(np.full(12, 1e-8), 0.0)
+    order, position, present = logistic_kernels.elimination_orders(csr[0], csr[1], idx, 13)
+    delta, singular = logistic_kernels.sparse_steps(
+        *csr, idx, w, penalty, grad, True, order, position, present
+    )
+    assert not singular.any()
+    hess = logistic_kernels.sparse_hessian(*csr, idx, w, 13, True) + np.diag(penalty)
+    for s in range(6):
+        counts = X[idx[s]].sum(axis=0)
+        k = present[s]
+        assert k == np.count_nonzero(counts) and order[s, k - 1] == 12
+        assert np.all(np.diff(counts[order[s, :k]]) >= 0) and np.all(counts[order[s, k:]] == 0)
+        assert np.all(position[s, order[s]] == np.arange(13))
+        at = order[s, :k]
+        x = np.zeros(k)
+        assert not newton_solves.solve_unblocked(hess[s][np.ix_(at, at)], grad[s, at], x)
+        assert delta[s, at].tobytes() == x.tobytes()
+        absent = order[s, k:]
+        assert delta[s, absent].tobytes() == (grad[s, absent] / penalty[absent]).tobytes()
+        np.testing.assert_allclose(hess[s] @ delta[s], grad[s], rtol=1e-6, atol=1e-9)
+    assert present.min() < 13  # some problem has an absent column
+    s = int(np.argmin(present))
+    zero = penalty.copy()
+    zero[order[s, -1]] = 0.0
+    _, singular = logistic_kernels.sparse_steps(
+        *csr, idx, w, zero, grad, True, order, position, present
+    )
+    assert singular[s]
+    assert np.array_equal(singular, position[:, order[s, -1]] >= present)  # where it is absent
