@@ -30,6 +30,7 @@ from genvdis.logistic_kernels import (
     gathered_residuals,
     gathered_step,
     nll_terms,
+    row_groups,
     shifted_terms,
     sparse_directions,
     sparse_steps,
@@ -254,6 +255,7 @@ class Sparse(_Products):
     def sparsest_first(self) -> Sparse:
         """This design, its Newton steps eliminated sparsest first (`sparse_steps`)."""
         orders = elimination_orders(self.csr[0], self.csr[1], self.idx, self.d)
+        orders += row_groups(*self.csr, self.idx)
         return Sparse(self.csr, self.d, self.idx, self.t, self.unit, orders)
 
     def labels(self, which: np.ndarray | None = None) -> np.ndarray:

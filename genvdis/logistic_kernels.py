@@ -344,15 +344,74 @@ def elimination_orders(indptr, indices, idx, d):
 
 
 @jit
-def sparse_steps(indptr, indices, values, idx, w, penalty, grad, unit, order, position, present):
+def _same_row(indptr, indices, values, r, q):
+    """Whether CSR rows r and q hold the same nonzeros."""
+    if indptr[r + 1] - indptr[r] != indptr[q + 1] - indptr[q]:
+        return False
+    for a in range(indptr[r + 1] - indptr[r]):
+        at, aq = indptr[r] + a, indptr[q] + a
+        if indices[at] != indices[aq] or values[at] != values[aq]:
+            return False
+    return True
+
+
+@jit
+def row_groups(indptr, indices, values, idx):
+    """Each problem's identical rows, grouped: group (S, m) each row's group, first (S, m) the
+    groups' rows (their first `groups` (S,) entries). Rows are sorted by a key of their column
+    indices (stable), a row joins the previous one's group if it holds the same nonzeros, and
+    the groups are numbered in the order of their first rows (`_renumbered`). On adult
+    (discrete) 3000 rows make ~1500 groups, 1000 ~660."""
+    S, m = idx.shape
+    group, first = np.empty((S, m), dtype=np.int64), np.empty((S, m), dtype=np.int64)
+    groups, keys = np.zeros(S, dtype=np.int64), np.empty(m, dtype=np.int64)
+    for s in range(S):
+        for i in range(m):
+            key, r = 17, idx[s, i]
+            for a in range(indptr[r], indptr[r + 1]):
+                key = key * 1000003 + indices[a]  # wraps around: a key, not a number
+            keys[i] = key
+        ranked, u = np.argsort(keys, kind="mergesort"), 0
+        for j in range(m):
+            r = idx[s, ranked[j]]
+            if u == 0 or not _same_row(indptr, indices, values, r, first[s, u - 1]):
+                first[s, u] = r
+                u += 1
+            group[s, ranked[j]] = u - 1
+        groups[s] = _renumbered(group[s], first[s], idx[s], u)
+    return group, first, groups
+
+
+@jit
+def _renumbered(group, first, rows, u):
+    """Groups numbered in the order of their first rows (first ascending with the rows: the
+    Hessian then reads the rows in order, from cache, not at random); u, their count."""
+    label = np.full(u, -1)
+    n = 0
+    for i in range(group.size):
+        if label[group[i]] < 0:
+            label[group[i]] = n
+            first[n] = rows[i]
+            n += 1
+        group[i] = label[group[i]]
+    return u
+
+
+@jit
+def sparse_steps(
+    indptr, indices, values, idx, w, penalty, grad, unit, order, position, present, group,
+    first, groups,
+):  # fmt: skip
     """`sparse_directions` with each problem's present columns eliminated in `order`
     (`elimination_orders`: sparsest first, each pivot's update on its row's nonzeros only,
     `newton_solves.solve_sparse_in_place`; panelled from BLOCKED_MIN unknowns on), the absent
-    ones (the ridge alone) b_j / penalty_j. Another order of elimination than
-    `sparse_directions`': the steps differ in their last bits."""
+    ones (the ridge alone) b_j / penalty_j, and the Hessian summed over groups of identical rows
+    (`row_groups`: each group's weights added first, in row order). Another order of sums and
+    of elimination than `sparse_directions`': the steps differ in their last bits."""
     S, d = grad.shape
     delta, singular = np.zeros((S, d)), np.zeros(S, dtype=np.bool_)
     full, buffer, rhs, y = np.empty((d, d)), np.empty(d * d), np.empty(d), np.empty(d)
+    summed = np.empty(idx.shape[1])
     for s in range(S):
         k, at = present[s], order[s]
         for a in range(k, d):
@@ -360,8 +419,11 @@ def sparse_steps(indptr, indices, values, idx, w, penalty, grad, unit, order, po
                 singular[s] = True
         if singular[s]:
             continue
+        summed[: groups[s]] = 0.0
+        for i in range(idx.shape[1]):
+            summed[group[s, i]] += w[s, i]
         full[:] = 0.0
-        _hessian_into(indptr, indices, values, idx[s], w[s], unit, full)
+        _hessian_into(indptr, indices, values, first[s, : groups[s]], summed, unit, full)
         h = buffer[: k * k].reshape((k, k))
         for a in range(k):
             source = full[at[a]]

@@ -212,11 +212,13 @@ def test_fused_sparse_steps_are_the_hessians_solved_bit_for_bit():
 
 
 def test_sparsest_first_steps_are_the_reordered_systems_solved_bit_for_bit():
-    """`logistic_kernels.sparse_steps`: each problem's present columns ordered rarest first
-    (the intercept, in every row, last; absent columns after them, `elimination_orders`), the
-    reordered Hessian + diag(penalty) solved by `solve_unblocked` gives the very bits, an
-    absent column's step is its gradient over its ridge, and the steps solve the full systems.
-    An unpenalised absent column is singular (the caller's pseudo-inverse then)."""
+    """`logistic_kernels.sparse_steps`: identical rows grouped (`row_groups`: as many groups as
+    distinct rows, each row's group holding its very nonzeros), each group's weights summed in
+    row order; each problem's present columns ordered rarest first (the intercept, in every
+    row, last; absent columns after them, `elimination_orders`); that Hessian of the groups +
+    diag(penalty), reordered and solved by `solve_unblocked`, gives the very bits, an absent
+    column's step is its gradient over its ridge, and the steps solve the full systems. An
+    unpenalised absent column is singular (the caller's pseudo-inverse then)."""
     rng = np.random.default_rng(23)
     X = np.zeros((200, 13))
     X[np.arange(200), rng.choice(6, p=[0.5, 0.3, 0.1, 0.05, 0.03, 0.02], size=200)] = 1.0
@@ -226,13 +228,22 @@ def test_sparsest_first_steps_are_the_reordered_systems_solved_bit_for_bit():
     idx = np.stack([np.sort(rng.choice(200, 40, replace=False)) for _ in range(6)])
     w, grad = rng.uniform(0.01, 0.25, size=(6, 40)), rng.normal(size=(6, 13))
     penalty = np.append(np.full(12, 1e-8), 0.0)
-    order, position, present = logistic_kernels.elimination_orders(csr[0], csr[1], idx, 13)
+    orders = logistic_kernels.elimination_orders(csr[0], csr[1], idx, 13)
+    groups = logistic_kernels.row_groups(*csr, idx)
     delta, singular = logistic_kernels.sparse_steps(
-        *csr, idx, w, penalty, grad, True, order, position, present
+        *csr, idx, w, penalty, grad, True, *orders, *groups
     )
     assert not singular.any()
+    order, position, present = orders
     hess = logistic_kernels.sparse_hessian(*csr, idx, w, 13, True) + np.diag(penalty)
     for s in range(6):
+        group, first, u = groups[0][s], groups[1][s], groups[2][s]
+        assert u == len(np.unique(X[idx[s]], axis=0)) < 40
+        assert np.array_equal(X[first[group]], X[idx[s]])
+        summed = np.zeros(u)
+        np.add.at(summed, group, w[s])  # in row order
+        grouped = logistic_kernels.sparse_hessian(*csr, first[None, :u], summed[None], 13, True)
+        grouped = grouped[0] + np.diag(penalty)
         counts = X[idx[s]].sum(axis=0)
         k = present[s]
         assert k == np.count_nonzero(counts) and order[s, k - 1] == 12
@@ -240,7 +251,7 @@ def test_sparsest_first_steps_are_the_reordered_systems_solved_bit_for_bit():
         assert np.all(position[s, order[s]] == np.arange(13))
         at = order[s, :k]
         x = np.zeros(k)
-        assert not newton_solves.solve_unblocked(hess[s][np.ix_(at, at)], grad[s, at], x)
+        assert not newton_solves.solve_unblocked(grouped[np.ix_(at, at)], grad[s, at], x)
         assert delta[s, at].tobytes() == x.tobytes()
         absent = order[s, k:]
         assert delta[s, absent].tobytes() == (grad[s, absent] / penalty[absent]).tobytes()
@@ -250,7 +261,7 @@ def test_sparsest_first_steps_are_the_reordered_systems_solved_bit_for_bit():
     zero = penalty.copy()
     zero[order[s, -1]] = 0.0
     _, singular = logistic_kernels.sparse_steps(
-        *csr, idx, w, zero, grad, True, order, position, present
+        *csr, idx, w, zero, grad, True, *orders, *groups
     )
     assert singular[s]
     assert np.array_equal(singular, position[:, order[s, -1]] >= present)  # where it is absent
