@@ -29,6 +29,7 @@ from genvdis.logistic_kernels import (
     gathered_predictor,
     gathered_residuals,
     gathered_step,
+    grouped_predictor,
     nll_terms,
     row_groups,
     shifted_terms,
@@ -262,6 +263,8 @@ class Sparse(_Products):
         return self.t if which is None else self.t[which]
 
     def predictor(self, beta: np.ndarray) -> np.ndarray:
+        if self.orders is not None:  # identical rows' predictors computed once
+            return grouped_predictor(*self.csr, *self.orders[3:], np.ascontiguousarray(beta))
         return sparse_predictor(*self.csr, self.idx, np.ascontiguousarray(beta))
 
     def gradient(self, residual: np.ndarray, which: np.ndarray | None = None) -> np.ndarray:

@@ -265,3 +265,22 @@ def test_sparsest_first_steps_are_the_reordered_systems_solved_bit_for_bit():
     )
     assert singular[s]
     assert np.array_equal(singular, position[:, order[s, -1]] >= present)  # where it is absent
+
+
+def test_grouped_predictors_are_the_rows_own_bit_for_bit():
+    """`logistic_kernels.grouped_predictor`, X beta once a group of identical rows: the bits of
+    `sparse_predictor`, for one-hot and for general values (rows equal only where their values
+    are)."""
+    rng = np.random.default_rng(29)
+    X = np.zeros((150, 9))
+    X[np.arange(150), rng.integers(4, size=150)] = 1.0
+    X[np.arange(150), 4 + rng.integers(4, size=150)] = 1.0
+    X[:, -1] = 1.0
+    idx = rng.integers(150, size=(4, 60))
+    beta = rng.normal(size=(4, 9))
+    for values in (X, X * rng.choice([1.0, 2.5], size=X.shape)):
+        csr = Sparse.from_dense(values)
+        group, first, groups = logistic_kernels.row_groups(*csr, idx)
+        assert np.all(groups == [len(np.unique(values[row], axis=0)) for row in idx])
+        got = logistic_kernels.grouped_predictor(*csr, group, first, groups, beta)
+        assert got.tobytes() == logistic_kernels.sparse_predictor(*csr, idx, beta).tobytes()
