@@ -222,7 +222,7 @@ def prove_inseparable(A: np.ndarray, beta: np.ndarray) -> np.ndarray:
         A_r, lam_r = A[rest], lam[rest]
         support = lam_r >= threshold * lam_r.max(axis=1, keepdims=True)
         lam_r = np.where(support, lam_r, 0.0)
-        projected = np.stack([_projected(a, w, on) for a, w, on in zip(A_r, lam_r, support)])
+        projected = np.stack([_projected(A_r[i], lam_r[i], support[i]) for i in range(rest.size)])
         proven[rest] = (margin_bound(A_r, lam_r) <= MARGIN_TOL) | (
             margin_bound(A_r, projected) <= MARGIN_TOL
         )

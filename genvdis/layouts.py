@@ -35,10 +35,10 @@ from genvdis.logistic_kernels import (
     row_groups,
     shifted_terms,
     sparse_directions,
-    sparse_steps,
     sparse_gradient,
     sparse_hessian,
     sparse_predictor,
+    sparse_steps,
     stack_rows,
     sum_nll,
 )

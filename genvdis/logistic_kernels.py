@@ -413,7 +413,9 @@ def row_groups(indptr, indices, values, idx):
             for a in range(indptr[r], indptr[r + 1]):
                 key = key * 1000003 + indices[a]  # wraps around: a key, not a number
             slot = ((key * -7046029254386353131) >> (64 - bits)) & (size - 1)  # Fibonacci hash
-            while table[slot] >= 0 and not _same_row(indptr, indices, values, r, first[s, table[slot]]):
+            while table[slot] >= 0:  # a group's slot, or the next free one
+                if _same_row(indptr, indices, values, r, first[s, table[slot]]):
+                    break
                 slot = (slot + 1) & (size - 1)
             if table[slot] < 0:
                 table[slot], first[s, u] = u, r

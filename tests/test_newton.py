@@ -260,9 +260,7 @@ def test_sparsest_first_steps_are_the_reordered_systems_solved_bit_for_bit():
     s = int(np.argmin(present))
     zero = penalty.copy()
     zero[order[s, -1]] = 0.0
-    _, singular = logistic_kernels.sparse_steps(
-        *csr, idx, w, zero, grad, True, *orders, *groups
-    )
+    _, singular = logistic_kernels.sparse_steps(*csr, idx, w, zero, grad, True, *orders, *groups)
     assert singular[s]
     assert np.array_equal(singular, position[:, order[s, -1]] >= present)  # where it is absent
 
