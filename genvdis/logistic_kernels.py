@@ -354,29 +354,33 @@ def sparse_directions(indptr, indices, values, idx, w, penalty, grad, unit):
 # --- the sparse layout's steps eliminated sparsest first ---
 
 
-@jit
-def elimination_orders(indptr, indices, idx, d):
+def elimination_orders(
+    indptr: np.ndarray, indices: np.ndarray, idx: np.ndarray, d: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For each problem of CSR rows idx (S, m): the columns present in its rows, rarest first
     (ties by index; the intercept, in every row, last), then the absent ones, as order (S, d),
     with position (S, d) each column's place in it and present (S,) how many are present. On
     one-hot data a rare level's Hessian row is nonzero only at the few levels seen with it:
-    eliminated first, it fills in little (minimum degree, approximately; `sparse_steps`)."""
-    S = idx.shape[0]
-    order, position = np.empty((S, d), dtype=np.int64), np.empty((S, d), dtype=np.int64)
-    present = np.zeros(S, dtype=np.int64)
-    count = np.zeros(d, dtype=np.int64)
-    for s in range(S):
-        count[:] = 0
+    eliminated first, it fills in little (minimum degree, approximately; `sparse_steps`).
+    numpy sorts (a compiled stable sort costs seconds to compile)."""
+    count = _column_counts(indptr, indices, idx, d)
+    present = np.count_nonzero(count, axis=1)
+    ranked = np.where(count > 0, count, np.iinfo(np.int64).max)  # the absent ones last
+    order = np.argsort(ranked, axis=1, kind="stable")
+    position = np.empty_like(order)
+    np.put_along_axis(position, order, np.arange(d)[None, :], axis=1)
+    return order, position, present
+
+
+@jit
+def _column_counts(indptr, indices, idx, d):
+    """How many of each problem's rows idx (S, m) hold each column: (S, d)."""
+    count = np.zeros((idx.shape[0], d), dtype=np.int64)
+    for s in range(idx.shape[0]):
         for r in idx[s]:
             for a in range(indptr[r], indptr[r + 1]):
-                count[indices[a]] += 1
-        ranked = np.argsort(count, kind="mergesort")  # absent (0) first, then rarest first
-        absent = d - np.count_nonzero(count)
-        present[s] = d - absent
-        order[s, : d - absent], order[s, d - absent :] = ranked[absent:], ranked[:absent]
-        for a in range(d):
-            position[s, order[s, a]] = a
-    return order, position, present
+                count[s, indices[a]] += 1
+    return count
 
 
 @jit
