@@ -215,7 +215,8 @@ class Gathered(_Products):
 
 class Sparse(_Products):
     """Problem s fits rows idx[s] (m,) of a sparse X (n, d) held as CSR (indptr, indices,
-    values, column indices ascending in each row); labels t[s] (m,)."""
+    values, column indices ascending in each row); labels t[s] (m,). `orders`: None, or
+    `sparsest_first`'s elimination orders and groups of identical rows, per problem."""
 
     def __init__(self, csr: tuple[np.ndarray, np.ndarray, np.ndarray], d: int,
                  idx: np.ndarray, t: np.ndarray, unit: bool | None = None,
