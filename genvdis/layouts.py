@@ -29,7 +29,6 @@ from genvdis.logistic_kernels import (
     gathered_predictor,
     gathered_residuals,
     gathered_step,
-    grouped_gradient,
     grouped_predictor,
     nll_terms,
     row_groups,
@@ -270,11 +269,8 @@ class Sparse(_Products):
         return sparse_predictor(*self.csr, self.idx, np.ascontiguousarray(beta))
 
     def gradient(self, residual: np.ndarray, which: np.ndarray | None = None) -> np.ndarray:
-        residual = np.ascontiguousarray(residual)
-        if which is None and self.orders is not None:  # Newton's steps: identical rows once
-            return grouped_gradient(*self.csr, *self.orders[3:], residual, self.d)
         idx = self.idx if which is None else self.idx[which]
-        return sparse_gradient(*self.csr, idx, residual, self.d)
+        return sparse_gradient(*self.csr, idx, np.ascontiguousarray(residual), self.d)
 
     def hessian(self, w: np.ndarray) -> np.ndarray:
         return sparse_hessian(*self.csr, self.idx, np.ascontiguousarray(w), self.d, self.unit)

@@ -282,24 +282,6 @@ def sparse_gradient(indptr, indices, values, idx, residual, d):
 
 
 @jit
-def grouped_gradient(indptr, indices, values, group, first, groups, residual, d):
-    """`sparse_gradient` with the residuals of identical rows (`row_groups`) summed first, in
-    row order: X^T r from half the rows at m = 3000 on adult; another order of sums, so other
-    last bits (Newton's steps only: the margin bounds keep `sparse_gradient`)."""
-    S, m = group.shape
-    out, summed = np.zeros((S, d)), np.empty(m)
-    for s in range(S):
-        summed[: groups[s]] = 0.0
-        for i in range(m):
-            summed[group[s, i]] += residual[s, i]
-        for g in range(groups[s]):
-            r, total = first[s, g], summed[g]
-            for a in range(indptr[r], indptr[r + 1]):
-                out[s, indices[a]] += total * values[a]
-    return out
-
-
-@jit
 def _hessian_into(indptr, indices, values, rows, w, unit, h):
     """h += X^T diag(w) X over CSR rows `rows`, upper triangle then mirrored (h zeroed by the
     caller). `unit`: every value is 1 (one-hot data), so the products by values, exact, are

@@ -265,10 +265,10 @@ def test_sparsest_first_steps_are_the_reordered_systems_solved_bit_for_bit():
     assert np.array_equal(singular, position[:, order[s, -1]] >= present)  # where it is absent
 
 
-def test_grouped_products_are_the_rows_own():
+def test_grouped_predictors_are_the_rows_own_bit_for_bit():
     """`logistic_kernels.grouped_predictor`, X beta once a group of identical rows: the bits of
     `sparse_predictor`, for one-hot and for general values (rows equal only where their values
-    are); `grouped_gradient`, X^T r from the groups' summed residuals: numpy's X^T r."""
+    are), with as many groups as distinct rows."""
     rng = np.random.default_rng(29)
     X = np.zeros((150, 9))
     X[np.arange(150), rng.integers(4, size=150)] = 1.0
@@ -282,8 +282,3 @@ def test_grouped_products_are_the_rows_own():
         assert np.all(groups == [len(np.unique(values[row], axis=0)) for row in idx])
         got = logistic_kernels.grouped_predictor(*csr, group, first, groups, beta)
         assert got.tobytes() == logistic_kernels.sparse_predictor(*csr, idx, beta).tobytes()
-        residual = rng.normal(size=idx.shape)
-        gradient = logistic_kernels.grouped_gradient(*csr, group, first, groups, residual, 9)
-        np.testing.assert_allclose(
-            gradient, np.einsum("smd,sm->sd", values[idx], residual), rtol=1e-12, atol=1e-12
-        )
