@@ -11,11 +11,12 @@ eliminations solve the coupled unknowns of all of them (`solve_coupled`'s reduct
 the same bits.
 
 With --steps it compares whole Newton steps on sparse one-hot data instead (default: adult
-(discrete) at m = 30 to 3000): `logistic_kernels.sparse_directions` (the Hessian built
-over every row, the coupled unknowns eliminated in column order) against `sparse_steps`
-(identical rows grouped, the present unknowns eliminated sparsest first), on the same
-weights, interleaved, best of `--repeat`; it prints each's ms a problem, the ratio and the
-largest relative difference of the steps (the two round differently).
+(discrete) at m = 30 to 3000): `logistic_kernels.sparse_directions` (the Hessian built over
+every row, the coupled unknowns eliminated in column order) against
+`sparsest_first.sparse_steps` (identical rows grouped, the present unknowns eliminated
+sparsest first), on the same weights, interleaved, best of `--repeat`; it prints each's ms a
+problem, the ratio and the largest relative difference of the steps (the two round
+differently).
 """
 
 from __future__ import annotations
@@ -29,14 +30,8 @@ import numpy as np
 from genvdis import newton_solves, splits
 from genvdis.layouts import Sparse
 from genvdis.logistic import TINY_RIDGE
-from genvdis.logistic_kernels import (
-    elimination_orders,
-    row_groups,
-    sparse_directions,
-    sparse_gradient,
-    sparse_hessian,
-    sparse_steps,
-)
+from genvdis.logistic_kernels import sparse_directions, sparse_gradient, sparse_hessian
+from genvdis.sparsest_first import elimination_orders, row_groups, sparse_steps
 
 from _setup import load
 

@@ -25,23 +25,25 @@ import numpy as np
 
 from genvdis.logistic_kernels import (
     dense_csr,
-    elimination_orders,
     gathered_predictor,
     gathered_residuals,
     gathered_step,
-    grouped_predictor,
     nll_terms,
-    row_groups,
     shifted_terms,
     sparse_directions,
     sparse_gradient,
     sparse_hessian,
     sparse_predictor,
-    sparse_steps,
     stack_rows,
     sum_nll,
 )
 from genvdis.newton_solves import pseudo_inverse_steps
+from genvdis.sparsest_first import (
+    elimination_orders,
+    grouped_predictor,
+    row_groups,
+    sparse_steps,
+)
 
 # Gathered problems per group: larger groups share each iteration's fixed cost (Python between
 # the kernels) over more problems, smaller ones stay in cache; 4 MB of design measured fastest.

@@ -211,7 +211,7 @@ def solve_sparse_in_place(U: np.ndarray, v: np.ndarray, x: np.ndarray) -> bool:
     """`solve_unblocked`'s answer (bit for bit) to U x = v, eliminating in U and v themselves
     (scratch), each pivot row's update applied only where the pivot row is nonzero
     (subtracting f * 0 changes nothing, a zero's sign aside) before its dense tail, and to the
-    whole tail: on a system ordered sparsest first (`logistic_kernels.elimination_orders`),
+    whole tail: on a system ordered sparsest first (`sparsest_first.elimination_orders`),
     little fills in before the dense tail."""
     d = v.size
     cols, values = np.empty(d, dtype=np.int64), np.empty(d)

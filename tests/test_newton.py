@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from genvdis import engine, layouts, logistic_kernels, newton_solves, splits
+from genvdis import engine, layouts, logistic_kernels, newton_solves, sparsest_first, splits
 from genvdis.config import load_config
 from genvdis.layouts import Gathered, Sparse
 from genvdis.logistic import TINY_RIDGE
@@ -212,7 +212,7 @@ def test_fused_sparse_steps_are_the_hessians_solved_bit_for_bit():
 
 
 def test_sparsest_first_steps_are_the_reordered_systems_solved_bit_for_bit():
-    """`logistic_kernels.sparse_steps`: identical rows grouped (`row_groups`: as many groups as
+    """`sparsest_first.sparse_steps`: identical rows grouped (`row_groups`: as many groups as
     distinct rows, each row's group holding its very nonzeros), each group's weights summed in
     row order; each problem's present columns ordered rarest first (the intercept, in every
     row, last; absent columns after them, `elimination_orders`); that Hessian of the groups +
@@ -228,9 +228,9 @@ def test_sparsest_first_steps_are_the_reordered_systems_solved_bit_for_bit():
     idx = np.stack([np.sort(rng.choice(200, 40, replace=False)) for _ in range(6)])
     w, grad = rng.uniform(0.01, 0.25, size=(6, 40)), rng.normal(size=(6, 13))
     penalty = np.append(np.full(12, 1e-8), 0.0)
-    orders = logistic_kernels.elimination_orders(csr[0], csr[1], idx, 13)
-    groups = logistic_kernels.row_groups(*csr, idx)
-    delta, singular = logistic_kernels.sparse_steps(
+    orders = sparsest_first.elimination_orders(csr[0], csr[1], idx, 13)
+    groups = sparsest_first.row_groups(*csr, idx)
+    delta, singular = sparsest_first.sparse_steps(
         *csr, idx, w, penalty, grad, True, *orders, *groups
     )
     assert not singular.any()
@@ -260,13 +260,13 @@ def test_sparsest_first_steps_are_the_reordered_systems_solved_bit_for_bit():
     s = int(np.argmin(present))
     zero = penalty.copy()
     zero[order[s, -1]] = 0.0
-    _, singular = logistic_kernels.sparse_steps(*csr, idx, w, zero, grad, True, *orders, *groups)
+    _, singular = sparsest_first.sparse_steps(*csr, idx, w, zero, grad, True, *orders, *groups)
     assert singular[s]
     assert np.array_equal(singular, position[:, order[s, -1]] >= present)  # where it is absent
 
 
 def test_grouped_predictors_are_the_rows_own_bit_for_bit():
-    """`logistic_kernels.grouped_predictor`, X beta once a group of identical rows: the bits of
+    """`sparsest_first.grouped_predictor`, X beta once a group of identical rows: the bits of
     `sparse_predictor`, for one-hot and for general values (rows equal only where their values
     are), with as many groups as distinct rows."""
     rng = np.random.default_rng(29)
@@ -278,7 +278,7 @@ def test_grouped_predictors_are_the_rows_own_bit_for_bit():
     beta = rng.normal(size=(4, 9))
     for values in (X, X * rng.choice([1.0, 2.5], size=X.shape)):
         csr = Sparse.from_dense(values)
-        group, first, groups = logistic_kernels.row_groups(*csr, idx)
+        group, first, groups = sparsest_first.row_groups(*csr, idx)
         assert np.all(groups == [len(np.unique(values[row], axis=0)) for row in idx])
-        got = logistic_kernels.grouped_predictor(*csr, group, first, groups, beta)
+        got = sparsest_first.grouped_predictor(*csr, group, first, groups, beta)
         assert got.tobytes() == logistic_kernels.sparse_predictor(*csr, idx, beta).tobytes()

@@ -106,7 +106,7 @@ def test_a_zero_pivot_in_a_later_panel_is_singular():
 
 def _rare_levels_hessian(rng: np.random.Generator, d: int, m: int) -> np.ndarray:
     """`_one_hot_hessian` with skewed levels, as adult's are (a few common ones, many rare),
-    its unknowns ordered rarest first as `logistic_kernels.elimination_orders` orders them."""
+    its unknowns ordered rarest first as `sparsest_first.elimination_orders` orders them."""
     attributes, levels = (d - 1) // 6, 6
     X = np.zeros((m, d))
     X[:, -1] = 1.0
