@@ -9,6 +9,14 @@ the likelihood's gradient there, the tiny ridge) is built as Newton builds it, a
 eliminations solve the coupled unknowns of all of them (`solve_coupled`'s reduction), in turn,
 `--repeat` times; the minimum of each is printed with their ratio. The answers are checked to be
 the same bits.
+
+With --steps it compares whole Newton steps on sparse one-hot data instead (default: adult
+(discrete) at m = 30 to 3000): `logistic_kernels.sparse_directions` (the Hessian built over
+every row, the coupled unknowns eliminated in column order) against
+`sparsest_first.sparse_steps` (identical rows grouped, the present unknowns eliminated
+sparsest first), on the same weights, interleaved, best of `--repeat`; it prints each's ms a
+problem, the ratio and the largest relative difference of the steps (the two round
+differently).
 """
 
 from __future__ import annotations
@@ -22,11 +30,13 @@ import numpy as np
 from genvdis import newton_solves, splits
 from genvdis.layouts import Sparse
 from genvdis.logistic import TINY_RIDGE
-from genvdis.logistic_kernels import sparse_gradient, sparse_hessian
+from genvdis.logistic_kernels import sparse_directions, sparse_gradient, sparse_hessian
+from genvdis.sparsest_first import elimination_orders, row_groups, sparse_steps
 
 from _setup import load
 
 CASES = ["configs/promoters.yaml:10", "configs/promoters.yaml:78"]
+STEP_CASES = [f"configs/adult-discrete.yaml:{m}" for m in (30, 100, 300, 1000, 3000)]
 
 
 @numba.njit
@@ -53,14 +63,49 @@ def systems(path: str, m: int, count: int) -> tuple[np.ndarray, ...]:
     return A, np.ascontiguousarray(np.take_along_axis(grad, at, axis=1))
 
 
+def steps(path: str, m: int, count: int, repeat: int) -> str:
+    """`--steps`: one line, both kernels' best ms a problem on `count` splits at m."""
+    config, _, encoded, _, protocol = load(path)
+    Z, y = encoded.reference, encoded.y
+    idx = splits.draw_training_block(y, m, protocol.seed, range(count), protocol.policy)
+    d = Z.shape[1] + 1
+    design = Sparse.gather(Sparse.from_dense(Z, ones=True), d, idx, y[idx].astype(float))
+    csr, rows = design.csr, design.idx
+    penalty = np.append(np.full(d - 1, TINY_RIDGE), 0.0)
+    w = np.random.default_rng(0).uniform(0.01, 0.25, idx.shape)  # Newton's weights' range
+    grad = sparse_gradient(*csr, rows, y[idx] - 0.5, d)
+    plan = elimination_orders(csr[0], csr[1], rows, d) + row_groups(*csr, rows)
+    kernels = {
+        "sparse_directions": lambda: sparse_directions(*csr, rows, w, penalty, grad, True),
+        "sparse_steps": lambda: sparse_steps(*csr, rows, w, penalty, grad, True, *plan),
+    }
+    best, answers = dict.fromkeys(kernels, np.inf), {k: f()[0] for k, f in kernels.items()}
+    for _ in range(repeat):
+        for name, kernel in kernels.items():  # interleaved
+            start = time.perf_counter()
+            kernel()
+            best[name] = min(best[name], time.perf_counter() - start)
+    old, new = (1e3 * t / count for t in best.values())
+    moved = np.abs(answers["sparse_steps"] - answers["sparse_directions"]).max()
+    moved /= np.abs(answers["sparse_directions"]).max()
+    return f"{path}:{m:<6} {old:18.4f} {new:13.4f} {old / new:6.2f} {moved:11.1e}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--splits", type=int, default=100, help="systems per case (100)")
     parser.add_argument("--repeat", type=int, default=7, help="timings per side (7)")
-    parser.add_argument("cases", nargs="*", default=CASES, help="CONFIG:m (promoters 10, 78)")
+    parser.add_argument("--steps", action="store_true", help="whole sparse Newton steps")
+    parser.add_argument("cases", nargs="*", help="CONFIG:m (promoters 10, 78; adult: --steps)")
     args = parser.parse_args()
+    if args.steps:
+        print(f"{'case':34} {'directions ms':>13} {'steps ms':>13} {'ratio':>6} {'max rel':>11}")
+        for case in args.cases or STEP_CASES:
+            path, m = case.rsplit(":", 1)
+            print(steps(path, int(m), args.splits, args.repeat))
+        return
     print(f"{'case':28} {'unknowns':>8} {'unblocked ms':>13} {'panelled ms':>12} {'ratio':>6}")
-    for case in args.cases:
+    for case in args.cases or CASES:
         path, m = case.rsplit(":", 1)
         A, b = systems(path, int(m), args.splits)
         best = {newton_solves.solve_unblocked: np.inf, newton_solves.solve_into: np.inf}

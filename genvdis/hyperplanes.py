@@ -209,7 +209,7 @@ def prove_inseparable(A: np.ndarray, beta: np.ndarray) -> np.ndarray:
     likelihood's gradient A^T lambda ~ 0. Under quasi-complete separation the fit drifts off to
     infinity and the gradient shrinks slowly, so more weightings are tried: lambda with its
     vanishing weights (the separated points) zeroed, at three thresholds, and each of those
-    projected onto A^T lambda = 0 within its support, by least squares. Any lambda >= 0, not all
+    projected onto A^T lambda = 0 within its support (`_projected`). Any lambda >= 0, not all
     0, gives a valid bound, and `margin_bound` proves nothing from weights that are all 0 (the
     projection can clip every weight away), so this only saves linear programs; it never
     decides wrongly."""
@@ -222,17 +222,36 @@ def prove_inseparable(A: np.ndarray, beta: np.ndarray) -> np.ndarray:
         A_r, lam_r = A[rest], lam[rest]
         support = lam_r >= threshold * lam_r.max(axis=1, keepdims=True)
         lam_r = np.where(support, lam_r, 0.0)
-        A_s = A_r * support[..., None]
-        gram = np.swapaxes(A_s, 1, 2) @ A_s
-        residual = np.einsum("smd,sm->sd", A_r, lam_r)
-        # the Gram matrix is symmetric: its pseudo-inverse from eigh, several times cheaper
-        # than pinv's SVD (any weights give a valid bound: only which sets it proves could move)
-        correction = np.einsum("sde,se->sd", np.linalg.pinv(gram, hermitian=True), residual)
-        projected = np.maximum(lam_r - np.einsum("smd,sd->sm", A_s, correction), 0.0)
+        projected = np.stack([_projected(A_r[i], lam_r[i], support[i]) for i in range(rest.size)])
         proven[rest] = (margin_bound(A_r, lam_r) <= MARGIN_TOL) | (
             margin_bound(A_r, projected) <= MARGIN_TOL
         )
     return proven
+
+
+def _projected(A: np.ndarray, lam: np.ndarray, support: np.ndarray) -> np.ndarray:
+    """lam (zero off `support`) minus its least-squares projection onto the column space of A's
+    support rows B (lam's part with B^T lam = 0), clipped at 0. Only B's nonzero columns
+    matter, and the projector comes from the smaller Gram matrix, p x p (B B^T) or q x q
+    (B^T B) for p rows and q nonzero columns (one-hot data at small m: 91 columns, tens of
+    rows), its pseudo-inverse from `eigh` (numpy's `pinv(hermitian=True)` cutoff)."""
+    rows = np.flatnonzero(support)
+    B = A[rows]
+    B = B[:, np.flatnonzero(B.any(axis=0))]
+    part = lam[rows]
+    if B.shape[0] <= B.shape[1]:  # B B^T's range is B's column space: its projector is G G^+
+        gram = B @ B.T
+        values, vectors = np.linalg.eigh(gram)
+        kept = vectors[:, np.abs(values) > _PINV_RCOND * np.abs(values).max(initial=0.0)]
+        along = kept @ (kept.T @ part)
+    else:
+        along = B @ (np.linalg.pinv(B.T @ B, hermitian=True) @ (B.T @ part))
+    out = np.zeros(lam.shape)
+    out[rows] = np.maximum(part - along, 0.0)
+    return out
+
+
+_PINV_RCOND = 1e-15  # numpy's pinv default: eigenvalues below it times the largest count as 0
 
 
 def has_conflicting_duplicates(X: np.ndarray, y: np.ndarray) -> bool:

@@ -38,6 +38,12 @@ from genvdis.logistic_kernels import (
     sum_nll,
 )
 from genvdis.newton_solves import pseudo_inverse_steps
+from genvdis.sparsest_first import (
+    elimination_orders,
+    grouped_predictor,
+    row_groups,
+    sparse_steps,
+)
 
 # Gathered problems per group: larger groups share each iteration's fixed cost (Python between
 # the kernels) over more problems, smaller ones stay in cache; 4 MB of design measured fastest.
@@ -210,11 +216,13 @@ class Gathered(_Products):
 
 class Sparse(_Products):
     """Problem s fits rows idx[s] (m,) of a sparse X (n, d) held as CSR (indptr, indices,
-    values, column indices ascending in each row); labels t[s] (m,)."""
+    values, column indices ascending in each row); labels t[s] (m,). `orders`: None, or
+    `sparsest_first`'s elimination orders and groups of identical rows, per problem."""
 
     def __init__(self, csr: tuple[np.ndarray, np.ndarray, np.ndarray], d: int,
-                 idx: np.ndarray, t: np.ndarray, unit: bool | None = None) -> None:  # fmt: skip
-        self.csr, self.d, self.idx, self.t = csr, d, idx, t
+                 idx: np.ndarray, t: np.ndarray, unit: bool | None = None,
+                 orders: tuple[np.ndarray, ...] | None = None) -> None:  # fmt: skip
+        self.csr, self.d, self.idx, self.t, self.orders = csr, d, idx, t, orders
         # every value 1 (one-hot data): the Hessian skips multiplying by them
         self.unit = bool((csr[2] == 1.0).all()) if unit is None else unit
 
@@ -245,12 +253,21 @@ class Sparse(_Products):
         return self.d
 
     def take(self, which: np.ndarray | slice) -> Sparse:
-        return Sparse(self.csr, self.d, self.idx[which], self.t[which], self.unit)
+        orders = None if self.orders is None else tuple(a[which] for a in self.orders)
+        return Sparse(self.csr, self.d, self.idx[which], self.t[which], self.unit, orders)
+
+    def sparsest_first(self) -> Sparse:
+        """This design, its Newton steps eliminated sparsest first (`sparse_steps`)."""
+        orders = elimination_orders(self.csr[0], self.csr[1], self.idx, self.d)
+        orders += row_groups(*self.csr, self.idx)
+        return Sparse(self.csr, self.d, self.idx, self.t, self.unit, orders)
 
     def labels(self, which: np.ndarray | None = None) -> np.ndarray:
         return self.t if which is None else self.t[which]
 
     def predictor(self, beta: np.ndarray) -> np.ndarray:
+        if self.orders is not None:  # identical rows' predictors computed once
+            return grouped_predictor(*self.csr, *self.orders[3:], np.ascontiguousarray(beta))
         return sparse_predictor(*self.csr, self.idx, np.ascontiguousarray(beta))
 
     def gradient(self, residual: np.ndarray, which: np.ndarray | None = None) -> np.ndarray:
@@ -264,10 +281,13 @@ class Sparse(_Products):
         """Newton's steps H^-1 grad, H = X^T diag(w) X + diag(penalty), each built and solved
         in one buffer (`logistic_kernels.sparse_directions`); the pseudo-inverse's where H is
         numerically singular."""
-        w = np.ascontiguousarray(w)
-        delta, singular = sparse_directions(
-            *self.csr, self.idx, w, penalty, np.ascontiguousarray(grad), self.unit
-        )
+        w, grad = np.ascontiguousarray(w), np.ascontiguousarray(grad)
+        if self.orders is None:
+            delta, singular = sparse_directions(*self.csr, self.idx, w, penalty, grad, self.unit)
+        else:
+            delta, singular = sparse_steps(
+                *self.csr, self.idx, w, penalty, grad, self.unit, *self.orders
+            )
         if singular.any():
             at = np.flatnonzero(singular)
             hess = self.take(at).hessian(w[at]) + np.diag(penalty)

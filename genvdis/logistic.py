@@ -188,15 +188,18 @@ class LogisticRegression(LinearModel):
 
     def _first_fit(self, design: Design, start: np.ndarray | None, shared: _Shared) -> NewtonFit:
         """Newton from `start`, stopping on separating iterates. Sparse designs start from their
-        pure levels (`quasi_start`) and creep by `newton._exponential_length`: on adult
-        (discrete) 0.5-0.75 times the iterations at m >= 50, to the same minima. Their
-        problems that turn out separable are fitted again from 0 with the plain creep: the
+        pure levels (`quasi_start`), creep by `newton._exponential_length` (on adult
+        (discrete) 0.5-0.75 times the iterations at m >= 50, to the same minima) and take their
+        steps sparsest first, identical rows once (`layouts.Sparse.sparsest_first`). Their
+        problems that turn out separable are fitted again from 0 with the plain creep and steps: the
         separating iterate a fit stops at is where the sampler starts, and so it is the one it
         always was (the start and the creep are for the minimum, which a separable set's
         likelihood lacks)."""
         if shared.sparse is None:
             return self._newton(design, TINY_RIDGE, stop=True, start=start)
-        fit = self._newton(design, TINY_RIDGE, stop=True, start=start, exponential_creep=True)
+        fit = self._newton(
+            design.sparsest_first(), TINY_RIDGE, stop=True, start=start, exponential_creep=True
+        )
         again = np.flatnonzero(fit.separating)
         if again.size:
             refit = self._newton(design.take(again), TINY_RIDGE, stop=True)

@@ -258,7 +258,7 @@ def sparse_gradient(indptr, indices, values, idx, residual, d):
 
 
 @jit
-def _hessian_into(indptr, indices, values, rows, w, unit, h):
+def hessian_into(indptr, indices, values, rows, w, unit, h):
     """h += X^T diag(w) X over CSR rows `rows`, upper triangle then mirrored (h zeroed by the
     caller). `unit`: every value is 1 (one-hot data), so the products by values, exact, are
     skipped (~25% of the time on adult (discrete); same bits)."""
@@ -284,7 +284,7 @@ def sparse_hessian(indptr, indices, values, idx, w, d, unit):
     S = idx.shape[0]
     out = np.zeros((S, d, d))
     for s in range(S):
-        _hessian_into(indptr, indices, values, idx[s], w[s], unit, out[s])
+        hessian_into(indptr, indices, values, idx[s], w[s], unit, out[s])
     return out
 
 
@@ -300,7 +300,7 @@ def sparse_directions(indptr, indices, values, idx, w, penalty, grad, unit):
     h = np.empty((d, d))
     for s in range(S):
         h[:] = 0.0
-        _hessian_into(indptr, indices, values, idx[s], w[s], unit, h)
+        hessian_into(indptr, indices, values, idx[s], w[s], unit, h)
         for j in range(d):
             h[j, j] += penalty[j]
         singular[s] = solve_coupled(h, grad[s], delta[s])

@@ -183,6 +183,60 @@ def solve_coupled(A: np.ndarray, b: np.ndarray, x: np.ndarray) -> bool:
     return False
 
 
+# A pivot row's nonzeros right of the pivot are taken one by one up to its dense tail, from
+# where they make at least this share of the row (updated whole there: contiguous, vectorised).
+DENSE_TAIL = 0.5
+
+
+@jit
+def _sparse_head(row: np.ndarray, start: int, cols: np.ndarray) -> tuple[int, int]:
+    """The nonzeros of row[start:] before its dense tail (DENSE_TAIL), their columns in cols:
+    (how many, where the tail begins)."""
+    d, tail, seen = row.size, row.size, 0
+    for j in range(d - 1, start - 1, -1):  # the tail: the longest end at least DENSE_TAIL full
+        if row[j] != 0.0:
+            seen += 1
+        if seen >= DENSE_TAIL * (d - j):
+            tail = j
+    n = 0
+    for j in range(start, tail):
+        if row[j] != 0.0:
+            cols[n] = j
+            n += 1
+    return n, tail
+
+
+@jit
+def solve_sparse_in_place(U: np.ndarray, v: np.ndarray, x: np.ndarray) -> bool:
+    """`solve_unblocked`'s answer (bit for bit) to U x = v, eliminating in U and v themselves
+    (scratch), each pivot row's update applied only where the pivot row is nonzero
+    (subtracting f * 0 changes nothing, a zero's sign aside) before its dense tail, and to the
+    whole tail: on a system ordered sparsest first (`sparsest_first.elimination_orders`),
+    little fills in before the dense tail."""
+    d = v.size
+    cols, values = np.empty(d, dtype=np.int64), np.empty(d)
+    for k in range(d):
+        if _pivot(U, v, k) < 0:
+            return True
+        n, tail = _sparse_head(U[k], k + 1, cols)
+        for a in range(n):
+            values[a] = U[k, cols[a]]
+        pivot_tail = U[k, tail:]
+        for i in range(k + 1, d):
+            if U[i, k] == 0.0:
+                continue
+            f = U[i, k] / U[k, k]
+            target = U[i]
+            for a in range(n):
+                target[cols[a]] -= f * values[a]
+            row = U[i, tail:]
+            for j in range(pivot_tail.size):
+                row[j] -= f * pivot_tail[j]
+            v[i] -= f * v[k]
+    _back_substitute(U, v, x)
+    return False
+
+
 @jit
 def solve(A: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """`solve_coupled` for each of S systems: x (S, d), and singular (S,)."""

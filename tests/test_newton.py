@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from genvdis import engine, layouts, logistic_kernels, newton_solves, splits
+from genvdis import engine, layouts, logistic_kernels, newton_solves, sparsest_first, splits
 from genvdis.config import load_config
 from genvdis.layouts import Gathered, Sparse
 from genvdis.logistic import TINY_RIDGE
@@ -209,3 +209,76 @@ def test_fused_sparse_steps_are_the_hessians_solved_bit_for_bit():
     delta = design.directions(w, zero, grad)
     hess = design.hessian(w) + np.diag(zero)
     np.testing.assert_allclose(delta[0], np.linalg.pinv(hess[0]) @ grad[0])
+
+
+def test_sparsest_first_steps_are_the_reordered_systems_solved_bit_for_bit():
+    """`sparsest_first.sparse_steps`: identical rows grouped (`row_groups`: as many groups as
+    distinct rows, each row's group holding its very nonzeros), each group's weights summed in
+    row order; each problem's present columns ordered rarest first (the intercept, in every
+    row, last; absent columns after them, `elimination_orders`); that Hessian of the groups +
+    diag(penalty), reordered and solved by `solve_unblocked`, gives the very bits, an absent
+    column's step is its gradient over its ridge, and the steps solve the full systems. An
+    unpenalised absent column is singular (the caller's pseudo-inverse then)."""
+    rng = np.random.default_rng(23)
+    X = np.zeros((200, 13))
+    X[np.arange(200), rng.choice(6, p=[0.5, 0.3, 0.1, 0.05, 0.03, 0.02], size=200)] = 1.0
+    X[np.arange(200), 6 + rng.choice(6, p=[0.7, 0.2, 0.05, 0.03, 0.02, 0.0], size=200)] = 1.0
+    X[:, -1] = 1.0
+    csr = Sparse.from_dense(X)
+    idx = np.stack([np.sort(rng.choice(200, 40, replace=False)) for _ in range(6)])
+    w, grad = rng.uniform(0.01, 0.25, size=(6, 40)), rng.normal(size=(6, 13))
+    penalty = np.append(np.full(12, 1e-8), 0.0)
+    orders = sparsest_first.elimination_orders(csr[0], csr[1], idx, 13)
+    groups = sparsest_first.row_groups(*csr, idx)
+    delta, singular = sparsest_first.sparse_steps(
+        *csr, idx, w, penalty, grad, True, *orders, *groups
+    )
+    assert not singular.any()
+    order, position, present = orders
+    hess = logistic_kernels.sparse_hessian(*csr, idx, w, 13, True) + np.diag(penalty)
+    for s in range(6):
+        group, first, u = groups[0][s], groups[1][s], groups[2][s]
+        assert u == len(np.unique(X[idx[s]], axis=0)) < 40
+        assert np.array_equal(X[first[group]], X[idx[s]])
+        summed = np.zeros(u)
+        np.add.at(summed, group, w[s])  # in row order
+        grouped = logistic_kernels.sparse_hessian(*csr, first[None, :u], summed[None], 13, True)
+        grouped = grouped[0] + np.diag(penalty)
+        counts = X[idx[s]].sum(axis=0)
+        k = present[s]
+        assert k == np.count_nonzero(counts) and order[s, k - 1] == 12
+        assert np.all(np.diff(counts[order[s, :k]]) >= 0) and np.all(counts[order[s, k:]] == 0)
+        assert np.all(position[s, order[s]] == np.arange(13))
+        at = order[s, :k]
+        x = np.zeros(k)
+        assert not newton_solves.solve_unblocked(grouped[np.ix_(at, at)], grad[s, at], x)
+        assert delta[s, at].tobytes() == x.tobytes()
+        absent = order[s, k:]
+        assert delta[s, absent].tobytes() == (grad[s, absent] / penalty[absent]).tobytes()
+        np.testing.assert_allclose(hess[s] @ delta[s], grad[s], rtol=1e-6, atol=1e-9)
+    assert present.min() < 13  # some problem has an absent column
+    s = int(np.argmin(present))
+    zero = penalty.copy()
+    zero[order[s, -1]] = 0.0
+    _, singular = sparsest_first.sparse_steps(*csr, idx, w, zero, grad, True, *orders, *groups)
+    assert singular[s]
+    assert np.array_equal(singular, position[:, order[s, -1]] >= present)  # where it is absent
+
+
+def test_grouped_predictors_are_the_rows_own_bit_for_bit():
+    """`sparsest_first.grouped_predictor`, X beta once a group of identical rows: the bits of
+    `sparse_predictor`, for one-hot and for general values (rows equal only where their values
+    are), with as many groups as distinct rows."""
+    rng = np.random.default_rng(29)
+    X = np.zeros((150, 9))
+    X[np.arange(150), rng.integers(4, size=150)] = 1.0
+    X[np.arange(150), 4 + rng.integers(4, size=150)] = 1.0
+    X[:, -1] = 1.0
+    idx = rng.integers(150, size=(4, 60))
+    beta = rng.normal(size=(4, 9))
+    for values in (X, X * rng.choice([1.0, 2.5], size=X.shape)):
+        csr = Sparse.from_dense(values)
+        group, first, groups = sparsest_first.row_groups(*csr, idx)
+        assert np.all(groups == [len(np.unique(values[row], axis=0)) for row in idx])
+        got = sparsest_first.grouped_predictor(*csr, group, first, groups, beta)
+        assert got.tobytes() == logistic_kernels.sparse_predictor(*csr, idx, beta).tobytes()
