@@ -9,7 +9,11 @@ for scipy.linalg, ~0.2 s for scipy.optimize, ~0.28 s for scipy.special (its arra
 backends), in the run's process (and the first two in every worker), for nothing the run uses.
 Loaded from its file and registered under its own name, the module is the same object the
 import would give, and a later import of the package (scikit-learn's, linprog's) finds it
-registered instead of loading it a second time.
+registered instead of loading it a second time. One difference remains: the import system
+sets a submodule as its package's attribute only when it loads it, so after a later import of
+the package, `scipy.linalg.cython_blas` as an attribute exists only if the package's __init__
+binds it (scipy.special's binds `_ufuncs`, not `_ufuncs_cxx`); `import scipy.linalg.cython_blas
+as blas`, `from scipy.linalg import cython_blas` and sys.modules find every one of them.
 """
 
 from __future__ import annotations
@@ -53,7 +57,8 @@ def load_beside(name: str) -> ModuleType:
     package runs its real __init__, which finds the modules registered. The stand-in is
     marked as initialising and its import lock held meanwhile, so another thread importing the
     package waits for it and then imports the real one. Where the package is already imported,
-    or importlib lacks those internals, the plain import."""
+    or importlib lacks those internals, or the module does not load beside the package (it
+    needs something only the package's __init__ defines), the plain import."""
     package = name.rpartition(".")[0]
     lock = getattr(importlib._bootstrap, "_ModuleLockManager", None)
     with _LOCK:
@@ -70,7 +75,9 @@ def load_beside(name: str) -> ModuleType:
             sys.modules[package] = stand_in
             try:
                 module = importlib.import_module(name)
+            except ImportError:
+                module = None
             finally:
                 del sys.modules[package]
                 spec._initializing = False
-        return module
+        return module if module is not None else importlib.import_module(name)

@@ -111,6 +111,40 @@ def test_the_t_quantile_is_scipy_stats_without_scipy_special_and_the_package_sti
     assert "scipy.special" in _loaded_after(code)  # imported last, by hand (scipy.stats too)
 
 
+def _package(root: Path, name: str, init: str, core: str) -> None:
+    """A package `name` under root: __init__.py, _core.py and a sibling _helper.py."""
+    folder = root / name
+    folder.mkdir()
+    (folder / "__init__.py").write_text(init)
+    (folder / "_core.py").write_text(core)
+    (folder / "_helper.py").write_text("HELP = 41\n")
+
+
+def test_load_beside_loads_a_module_and_its_siblings_without_the_package_s_init(tmp_path):
+    """The module and the siblings it imports load from the package's folder, the package's
+    __init__ does not run; a later import of the package runs it, with the same modules (not
+    set as the package's attributes unless its __init__ binds them: extensions' docstring); a
+    module that needs what only __init__ defines gets the plain import instead."""
+    init = "import sys\nRAN = True\nFROM_INIT = 1\nfrom ._core import value\n"
+    _package(tmp_path, "beside_ok", init, "from ._helper import HELP\nvalue = HELP + 1\n")
+    needs_init = "from beside_needs import FROM_INIT\nvalue = FROM_INIT + 41\n"
+    _package(tmp_path, "beside_needs", init, needs_init)
+    code = (
+        f"import sys\nsys.path.insert(0, {str(tmp_path)!r})\n"
+        "from genvdis import extensions\n"
+        "core = extensions.load_beside('beside_ok._core')\n"
+        "assert core.value == 42 and 'beside_ok' not in sys.modules\n"
+        "assert 'beside_ok._helper' in sys.modules\n"
+        "import beside_ok\nassert beside_ok.RAN and sys.modules['beside_ok._core'] is core\n"
+        "other = extensions.load_beside('beside_needs._core')\n"
+        "assert other.value == 42 and sys.modules['beside_needs'].RAN\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
+
+
 def test_threads_importing_scipy_special_during_the_load_beside_get_the_real_package():
     """While stdtrit's module loads beside its package, the package's stand-in is marked as
     initialising and its import lock held: a thread importing scipy.special meanwhile waits,
