@@ -29,8 +29,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-import pandas as pd
 from bench_startup import _genvdis, _wall
+from compare_results import shifts
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -99,23 +99,13 @@ def _print_iterations(config: str, splits: int, sides: dict[str, Path | None]) -
 
 def _changes(before: Path, after: Path) -> list[str]:
     """Lines saying, per model and m, how many splits' errors changed and by how many
-    standard errors of the mean the mean error moved."""
-    old, new = pd.read_csv(before / "errors.csv"), pd.read_csv(after / "errors.csv")
-    both = old.merge(new, on=["model", "m", "split"], suffixes=("_before", "_after"))
-    lines = []
-    for (model, m), group in both.groupby(["model", "m"]):
-        changed = int((group["errors_before"] != group["errors_after"]).sum())
-        if not changed:
-            continue
-        sem = group["error_before"].std(ddof=1) / len(group) ** 0.5
-        shift = group["error_after"].mean() - group["error_before"].mean()
-        most = int((group["errors_after"] - group["errors_before"]).abs().max())
-        lines.append(
-            f"  {model:20} m = {m:5}  {changed:4} splits changed (by <= {most} errors)  mean "
-            f"{group['error_before'].mean():.5f} -> {group['error_after'].mean():.5f}"
-            f"  ({shift / sem:+.3f} SE)"
-        )
-    return lines
+    standard errors of the mean the mean error moved (`compare_results.shifts`)."""
+    table = shifts(before, after)
+    return [
+        f"  {row.model:20} m = {row.m:5}  {row.changed:4} splits changed (by <= {row.most} "
+        f"errors)  mean {row.before:.5f} -> {row.after:.5f}  ({row.shift_se:+.3f} SE)"
+        for row in table[table["changed"] > 0].itertuples()
+    ]
 
 
 def main(config: str = "configs/adult-discrete.yaml", splits: int = 1000, jobs: int = 1) -> None:

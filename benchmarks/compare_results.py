@@ -27,12 +27,13 @@ import pandas as pd
 
 
 def shifts(before: Path, after: Path) -> pd.DataFrame:
-    """Per model and m of one run folder: the splits compared, how many changed, the mean
-    error before and after and the shift in standard errors of the mean."""
+    """Per model and m of one run folder: the splits compared, how many changed and by at most
+    how many errors, the mean error before and after, the shift in standard errors of the
+    mean and the paired t."""
     old, new = pd.read_csv(before / "errors.csv"), pd.read_csv(after / "errors.csv")
     both = old.merge(new, on=["model", "m", "split"], suffixes=("_before", "_after"))
     rows = []
-    for (model, m), group in both.groupby(["model", "m"], sort=False):
+    for (model, m), group in both.groupby(["model", "m"]):
         sem = group["error_before"].std(ddof=1) / len(group) ** 0.5
         paired = (group["error_after"] - group["error_before"]).std(ddof=1) / len(group) ** 0.5
         shift = group["error_after"].mean() - group["error_before"].mean()
@@ -42,6 +43,7 @@ def shifts(before: Path, after: Path) -> pd.DataFrame:
                 "m": int(m),
                 "splits": len(group),
                 "changed": int((group["errors_before"] != group["errors_after"]).sum()),
+                "most": int((group["errors_after"] - group["errors_before"]).abs().max()),
                 "before": group["error_before"].mean(),
                 "after": group["error_after"].mean(),
                 "shift_se": _ratio(shift, sem),

@@ -36,7 +36,6 @@ from genvdis.config import ExperimentConfig
 from genvdis.datasets import RawData
 from genvdis.datasource import load_data
 from genvdis.linear import BatchFit, LinearModel
-from genvdis.logistic import LogisticRegression
 from genvdis.planning import Plan, plan_tasks
 from genvdis.preprocessing import PreparedData, prepare
 from genvdis.progress import Progress, silent
@@ -126,12 +125,12 @@ def _fit_linear(data, models, m, block, protocol, train, test_mask) -> tuple[dic
 
 
 def _once_a_run(model: LinearModel, data: EncodedData, Z: np.ndarray) -> dict:
-    """What every batch of a binary logistic regression shares (`LogisticRegression.shared`,
-    a function of Z alone: the proofs' row-norm bound, the sparse rows), built on the first
-    batch a process fits and kept with the data, instead of once a batch."""
-    if not isinstance(model, LogisticRegression) or isinstance(model, multiclass.MultiModel):
+    """What every batch of a model shares (`model.shared`, a function of Z alone, for a model
+    that declares `shares`), built on the first batch a process fits and kept with the data,
+    instead of once a batch."""
+    if model.shares is None:
         return {}
-    key = ("logistic", model.reference_coding)
+    key = (model.shares, model.reference_coding)
     if key not in data.derived:
         data.derived[key] = model.shared(Z, data.y)
     return {"shared": data.derived[key]}

@@ -65,6 +65,9 @@ class LinearModel:
 
     name = "linear"
     reference_coding = False
+    # the key under which the engine keeps what `shared(Z, y)` builds for every batch of a run
+    # (`EncodedData.derived`) and passes to `fit_batch(..., shared=...)`; None: nothing shared
+    shares: str | None = None
 
     def __init__(self, layout: FeatureLayout) -> None:
         self.layout = layout

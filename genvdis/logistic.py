@@ -77,6 +77,7 @@ class LogisticRegression(LinearModel):
     """
 
     name = "logistic_regression"
+    shares = "logistic"  # `shared`: the proofs' row-norm bound, the sparse rows
     reference_coding = True
 
     def __init__(

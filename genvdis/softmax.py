@@ -247,6 +247,8 @@ class MultiLogisticRegression(MultiModel, LogisticRegression):
     the LP's maximum-margin W, `ridge` the fit penalised by |v|^2 / (2C) on the K - 1 free
     classes' weights (for K = 2 the binary ridge), `sample` is for binary targets only."""
 
+    shares = None  # its fits build their own designs: nothing of the binary model's `shared`
+
     def _group_size(self, Z: np.ndarray, idx: np.ndarray) -> int:
         return max(1, FIT_BYTES // (8 * idx.shape[1] * (Z.shape[1] + 1)))
 
