@@ -40,7 +40,9 @@ from genvdis.logistic_kernels import (
 from genvdis.newton_solves import pseudo_inverse_steps
 from genvdis.sparsest_first import (
     elimination_orders,
+    grouped_gradient,
     grouped_predictor,
+    reordered_groups,
     row_groups,
     sparse_steps,
 )
@@ -260,6 +262,7 @@ class Sparse(_Products):
         """This design, its Newton steps eliminated sparsest first (`sparse_steps`)."""
         orders = elimination_orders(self.csr[0], self.csr[1], self.idx, self.d)
         orders += row_groups(*self.csr, self.idx)
+        orders += reordered_groups(*self.csr, orders[1], *orders[4:], self.unit)
         return Sparse(self.csr, self.d, self.idx, self.t, self.unit, orders)
 
     def labels(self, which: np.ndarray | None = None) -> np.ndarray:
@@ -267,8 +270,24 @@ class Sparse(_Products):
 
     def predictor(self, beta: np.ndarray) -> np.ndarray:
         if self.orders is not None:  # identical rows' predictors computed once
-            return grouped_predictor(*self.csr, *self.orders[3:], np.ascontiguousarray(beta))
+            groups = self.orders[3:6]
+            return grouped_predictor(*self.csr, *groups, np.ascontiguousarray(beta))
         return sparse_predictor(*self.csr, self.idx, np.ascontiguousarray(beta))
+
+    def newton_step(
+        self, eta: np.ndarray, e: np.ndarray, beta: np.ndarray, penalty: np.ndarray
+    ) -> tuple[np.ndarray, ...]:
+        """`_Products.newton_step`; sparsest first, the weights and the gradient come from one
+        compiled pass over the groups of identical rows (`grouped_gradient`)."""
+        if self.orders is None:
+            return super().newton_step(eta, e, beta, penalty)
+        order, _, present, group, _, groups, *reordered = self.orders
+        w, grad = grouped_gradient(
+            self.t, eta, e, np.ascontiguousarray(beta), penalty, self.unit, order, present,
+            group, groups, *reordered,
+        )  # fmt: skip
+        delta = self.directions(w, penalty, grad)
+        return (grad, delta, *self.advance(eta, delta))
 
     def gradient(self, residual: np.ndarray, which: np.ndarray | None = None) -> np.ndarray:
         idx = self.idx if which is None else self.idx[which]
@@ -285,9 +304,7 @@ class Sparse(_Products):
         if self.orders is None:
             delta, singular = sparse_directions(*self.csr, self.idx, w, penalty, grad, self.unit)
         else:
-            delta, singular = sparse_steps(
-                *self.csr, self.idx, w, penalty, grad, self.unit, *self.orders
-            )
+            delta, singular = sparse_steps(w, penalty, grad, self.unit, *self.orders)
         if singular.any():
             at = np.flatnonzero(singular)
             hess = self.take(at).hessian(w[at]) + np.diag(penalty)

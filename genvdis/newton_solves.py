@@ -255,3 +255,44 @@ def pseudo_inverse_steps(hess: np.ndarray, grad: np.ndarray) -> np.ndarray:
     delta = np.zeros(grad.shape)
     delta[finite] = pseudo_inverse_steps(hess[finite], grad[finite])
     return delta
+
+
+@jit
+def solve_symmetric_in_place(U: np.ndarray, v: np.ndarray, x: np.ndarray) -> bool:
+    """x with U x = v for a symmetric positive definite U (a ridge-penalised X^T W X), by
+    symmetric elimination without pivoting (LDL^T, the multipliers read from the pivot row),
+    in U's upper triangle and v themselves (scratch; the lower triangle is left as it was):
+    half `solve_sparse_in_place`'s updates, no pivot search, no row swaps; each pivot row's
+    update applied only where it is nonzero before its dense tail, as there. True, and x
+    untouched, where a pivot is not positive (to rounding, the matrix is not positive
+    definite): the caller then takes `solve_sparse_in_place` on a fresh copy."""
+    d = v.size
+    cols, values = np.empty(d, dtype=np.int64), np.empty(d)
+    for k in range(d):
+        pivot = U[k, k]
+        if not pivot > 0.0:  # NaN too
+            return True
+        n, tail = _sparse_head(U[k], k + 1, cols)
+        for a in range(n):
+            values[a] = U[k, cols[a]]
+        pivot_tail = U[k, tail:]
+        for a in range(n):  # the rows of the head's nonzeros: their columns from their own
+            i = cols[a]
+            f = values[a] / pivot
+            target = U[i]
+            for b in range(a, n):
+                target[cols[b]] -= f * values[b]
+            row = U[i, tail:]
+            for j in range(pivot_tail.size):
+                row[j] -= f * pivot_tail[j]
+            v[i] -= f * v[k]
+        for i in range(tail, d):  # the tail's rows: the tail from their own column
+            f = U[k, i] / pivot
+            if f == 0.0:
+                continue
+            row, pivot_row = U[i, i:], U[k, i:]
+            for j in range(row.size):
+                row[j] -= f * pivot_row[j]
+            v[i] -= f * v[k]
+    _back_substitute(U, v, x)
+    return False

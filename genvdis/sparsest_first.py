@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from genvdis.logistic_kernels import hessian_into
-from genvdis.newton_solves import BLOCKED_MIN, solve_into, solve_sparse_in_place
+from genvdis.newton_solves import (
+    BLOCKED_MIN,
+    solve_into,
+    solve_sparse_in_place,
+    solve_symmetric_in_place,
+)
 from genvdis.streams import jit
 
 
@@ -91,20 +95,108 @@ def row_groups(indptr, indices, values, idx):
 
 
 @jit
+def reordered_groups(indptr, indices, values, position, first, groups, unit):
+    """Each problem's groups of identical rows (`row_groups`' first rows) in the coordinates of
+    its elimination order (`elimination_orders`' position), each group's nonzeros sorted by
+    position: group g's are gcol[s, gptr[s, g]:gptr[s, g + 1]] (S, m + 1) and (S, m w), w the
+    widest row's nonzeros; their values gval likewise (none where `unit`: all 1). The Hessian
+    is then summed straight into the reordered system's upper triangle (`_grouped_hessian`):
+    no d x d buffer to zero, mirror and gather."""
+    S, m = first.shape
+    width = 0
+    for r in range(indptr.size - 1):
+        width = max(width, indptr[r + 1] - indptr[r])
+    gptr = np.zeros((S, m + 1), dtype=np.int64)
+    gcol = np.empty((S, m * width), dtype=np.int32)
+    gval = np.empty((S, 0 if unit else m * width))
+    for s in range(S):
+        at = 0
+        for g in range(groups[s]):
+            r, lo = first[s, g], at
+            for a in range(indptr[r], indptr[r + 1]):
+                p, j = position[s, indices[a]], at
+                while j > lo and gcol[s, j - 1] > p:  # insertion sort: ~9 nonzeros a row
+                    gcol[s, j] = gcol[s, j - 1]
+                    if not unit:
+                        gval[s, j] = gval[s, j - 1]
+                    j -= 1
+                gcol[s, j] = p
+                if not unit:
+                    gval[s, j] = values[a]
+                at += 1
+            gptr[s, g + 1] = at
+    return gptr, gcol, gval
+
+
+@jit
+def _grouped_hessian(gptr, gcol, gval, summed, unit, h):
+    """h (k, k) += the upper triangle of X^T diag(w) X over groups of identical rows, their
+    nonzeros in the reordered coordinates (`reordered_groups`), summed[g] each group's weight
+    (h zeroed by the caller). Each entry receives the same terms in the same order as
+    `logistic_kernels.hessian_into` over the groups' rows in the natural order, so the same
+    bits where `unit`. There, if every row holds the last unknown (the intercept), its column
+    is each unknown's diagonal (the same sums) and is copied from it: 36 of 45 updates a row on
+    adult (discrete)."""
+    k, groups = h.shape[0], summed.size
+    every = unit
+    for g in range(groups):
+        if every and (gptr[g + 1] == gptr[g] or gcol[gptr[g + 1] - 1] != k - 1):
+            every = False
+    cut = 1 if every else 0
+    for g in range(groups):
+        lo, hi, wg = gptr[g], gptr[g + 1] - cut, summed[g]
+        for a in range(lo, hi):
+            row = h[gcol[a]]
+            if unit:
+                for b in range(a, hi):
+                    row[gcol[b]] += wg
+            else:
+                wa = wg * gval[a]
+                for b in range(a, hi):
+                    row[gcol[b]] += wa * gval[b]
+    if every:
+        total = 0.0
+        for g in range(groups):
+            total += summed[g]
+        for p in range(k - 1):
+            h[p, k - 1] = h[p, p]
+        h[k - 1, k - 1] = total
+
+
+@jit
+def _reordered_system(gptr, gcol, gval, summed, unit, at, penalty, grad, h, rhs, whole):
+    """The reordered system of a problem's present unknowns at (h (k, k)): its Hessian over the
+    groups + diag(penalty), and rhs = grad's entries; the lower triangle mirrored if `whole`."""
+    k = h.shape[0]
+    h[:] = 0.0
+    _grouped_hessian(gptr, gcol, gval, summed, unit, h)
+    for a in range(k):
+        h[a, a] += penalty[at[a]]
+        rhs[a] = grad[at[a]]
+    if whole:
+        for a in range(k):
+            for b in range(a):
+                h[a, b] = h[b, a]
+
+
+@jit
 def sparse_steps(
-    indptr, indices, values, idx, w, penalty, grad, unit, order, position, present, group,
-    first, groups,
+    w, penalty, grad, unit, order, position, present, group, first, groups, gptr, gcol, gval
 ):  # fmt: skip
-    """`sparse_directions` with each problem's present columns eliminated in `order`
-    (`elimination_orders`: sparsest first, each pivot's update on its row's nonzeros only,
-    `newton_solves.solve_sparse_in_place`; panelled from BLOCKED_MIN unknowns on), the absent
-    ones (the ridge alone) b_j / penalty_j, and the Hessian summed over groups of identical rows
-    (`row_groups`: each group's weights added first, in row order). Another order of sums and
-    of elimination than `sparse_directions`': the steps differ in their last bits."""
+    """`logistic_kernels.sparse_directions` with the Hessian summed over groups of identical
+    rows (`row_groups`: each group's weights added first, in row order) straight into the
+    reordered system of each problem's present unknowns (`reordered_groups`), eliminated in
+    `order` (`elimination_orders`: sparsest first) symmetrically, without pivoting
+    (`newton_solves.solve_symmetric_in_place`: the Hessian + ridge is positive definite), and
+    the absent ones (the ridge alone) b_j / penalty_j. Where a pivot is not positive (the
+    system singular to rounding) the system is built again, whole, and solved with partial
+    pivoting (`solve_sparse_in_place`; panelled, `solve_into`, from BLOCKED_MIN unknowns on).
+    Another order of sums and of elimination than `sparse_directions`': the steps differ in
+    their last bits."""
     S, d = grad.shape
     delta, singular = np.zeros((S, d)), np.zeros(S, dtype=np.bool_)
-    full, buffer, rhs, y = np.empty((d, d)), np.empty(d * d), np.empty(d), np.empty(d)
-    summed = np.empty(idx.shape[1])
+    buffer, rhs, y = np.empty(d * d), np.empty(d), np.empty(d)
+    summed = np.empty(group.shape[1])
     for s in range(S):
         k, at = present[s], order[s]
         for a in range(k, d):
@@ -112,22 +204,19 @@ def sparse_steps(
                 singular[s] = True
         if singular[s]:
             continue
-        summed[: groups[s]] = 0.0
-        for i in range(idx.shape[1]):
+        u = groups[s]
+        summed[:u] = 0.0
+        for i in range(group.shape[1]):
             summed[group[s, i]] += w[s, i]
-        full[:] = 0.0
-        hessian_into(indptr, indices, values, first[s, : groups[s]], summed, unit, full)
         h = buffer[: k * k].reshape((k, k))
-        for a in range(k):
-            source = full[at[a]]
-            for b in range(k):
-                h[a, b] = source[at[b]]
-            h[a, a] += penalty[at[a]]
-            rhs[a] = grad[s, at[a]]
-        if k >= BLOCKED_MIN:
-            singular[s] = solve_into(h, rhs[:k], y[:k])
-        else:
-            singular[s] = solve_sparse_in_place(h, rhs[:k], y[:k])
+        system = (gptr[s, : u + 1], gcol[s], gval[s], summed[:u], unit, at, penalty, grad[s])
+        _reordered_system(*system, h, rhs[:k], False)
+        if solve_symmetric_in_place(h, rhs[:k], y[:k]):
+            _reordered_system(*system, h, rhs[:k], True)
+            if k >= BLOCKED_MIN:
+                singular[s] = solve_into(h, rhs[:k], y[:k])
+            else:
+                singular[s] = solve_sparse_in_place(h, rhs[:k], y[:k])
         if singular[s]:
             continue
         for a in range(k):
@@ -135,6 +224,37 @@ def sparse_steps(
         for a in range(k, d):
             delta[s, at[a]] = grad[s, at[a]] / penalty[at[a]]
     return delta, singular
+
+
+@jit
+def grouped_gradient(
+    t, eta, e, beta, penalty, unit, order, present, group, groups, gptr, gcol, gval
+):  # fmt: skip
+    """Newton's weights w = p (1 - p) (S, m) and the penalised log-likelihood's gradient
+    X^T (t - p) - penalty beta (S, d) at linear predictors eta (e = exp(-|eta|)): p, w and the
+    residuals as `layouts._Products.newton_step` computes them (the same bits), X^T (t - p)
+    summed over groups of identical rows (each group's residuals added first, in row order,
+    then one addition a nonzero a group: `reordered_groups`), in another order than
+    `logistic_kernels.sparse_gradient`'s (other last bits)."""
+    S, m = group.shape
+    d = beta.shape[1]
+    w, grad = np.empty((S, m)), np.empty((S, d))
+    residual, reordered = np.empty(m), np.empty(d)
+    for s in range(S):
+        u, k, at = groups[s], present[s], order[s]
+        residual[:u] = 0.0
+        for i in range(m):
+            p = (1.0 if eta[s, i] >= 0 else e[s, i]) / (1.0 + e[s, i])
+            w[s, i] = p * (1.0 - p)
+            residual[group[s, i]] += t[s, i] - p
+        reordered[:k] = 0.0
+        for g in range(u):
+            for a in range(gptr[s, g], gptr[s, g + 1]):
+                reordered[gcol[s, a]] += residual[g] if unit else residual[g] * gval[s, a]
+        for a in range(d):
+            j = at[a]
+            grad[s, j] = (reordered[a] if a < k else 0.0) - penalty[j] * beta[s, j]
+    return w, grad
 
 
 @jit

@@ -144,3 +144,59 @@ def test_the_sparse_elimination_reports_a_zero_pivot():
     x = np.full(A.shape[0], 7.0)
     assert newton_solves.solve_sparse_in_place(A, rng.normal(size=A.shape[0]), x)
     assert (x == 7.0).all()
+
+
+def _textbook_symmetric(A: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Symmetric elimination without pivoting (LDL^T) in the upper triangle: at pivot k, each
+    row i > k takes f = u_ki / u_kk (the pivot row's entry, by symmetry) and u_ij - f u_kj for
+    j >= i; every update, the right-hand side's and the back-substitution's rounded once."""
+    U, v = A.copy(), b.copy()
+    d = b.size
+    for k in range(d):
+        for i in range(k + 1, d):
+            f = U[k, i] / U[k, k]
+            if f != 0.0:
+                for j in range(i, d):
+                    U[i, j] = _minus_product(U[i, j], f, U[k, j])
+                v[i] = _minus_product(v[i], f, v[k])
+    x = np.zeros(d)
+    for k in range(d - 1, -1, -1):
+        total = v[k]
+        for j in range(k + 1, d):
+            total = _minus_product(total, U[k, j], x[j])
+        x[k] = total / U[k, k]
+    return x
+
+
+@pytest.mark.parametrize("d, m", [(13, 5), (31, 40), (61, 200), (91, 30)])
+def test_the_symmetric_elimination_is_the_textbook_ldlt_bit_for_bit(d, m):
+    """`solve_symmetric_in_place` on ridge-penalised one-hot Hessians (rarest first, as
+    Newton's sparsest-first steps give it) and on a dense positive definite matrix: byte for
+    byte the textbook LDL^T with fused updates, whatever the lower triangle holds (it reads
+    the upper one only), and a solution of the system."""
+    rng = np.random.default_rng(d * m)
+    B = rng.normal(size=(d, d))
+    for A in [_rare_levels_hessian(rng, d, m), _one_hot_hessian(rng, d, m), B @ B.T]:
+        k = A.shape[0]
+        b = rng.normal(size=k)
+        U, x = np.triu(A) + np.tril(rng.normal(size=A.shape), -1), np.zeros(k)
+        assert not newton_solves.solve_symmetric_in_place(U, b.copy(), x)
+        assert x.tobytes() == _textbook_symmetric(A, b).tobytes()
+        _assert_solves(A, x, b)
+
+
+def test_the_symmetric_elimination_gives_up_on_a_pivot_that_is_not_positive():
+    """A matrix that is not positive definite (a negative or a zero pivot, or NaN): True, x
+    untouched, for the caller to solve it with pivoting instead."""
+    rng = np.random.default_rng(5)
+    A = _rare_levels_hessian(rng, 31, 40)
+    indefinite = A.copy()
+    indefinite[7, 7] = -indefinite[7, 7]
+    twin = A.copy()  # two unpenalised unknowns always together: singular
+    twin[:, 0], twin[0] = twin[:, 1], twin[1]
+    nan = A.copy()
+    nan[3, 3] = np.nan
+    for U in (indefinite, twin, nan):
+        x = np.full(A.shape[0], 7.0)
+        assert newton_solves.solve_symmetric_in_place(U, rng.normal(size=A.shape[0]), x)
+        assert (x == 7.0).all()
