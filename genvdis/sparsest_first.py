@@ -8,6 +8,8 @@ computed once a distinct row.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from genvdis.newton_solves import (
@@ -17,6 +19,36 @@ from genvdis.newton_solves import (
     solve_symmetric_in_place,
 )
 from genvdis.streams import jit
+
+
+class Plan(NamedTuple):
+    """A design's sparsest-first plan, per problem (S rows each; `plan` builds it once a fit):
+    its unknowns' elimination order (S, d) and how many are present (S,); its rows' groups of
+    identical rows, group (S, m), and how many (S,); each group's nonzeros in the order's
+    coordinates, sorted (gptr (S, m + 1) into gcol (S, L), their values gval), and in the
+    data's (gidx, values gvx, in the rows' own order); the values are empty where all are 1."""
+
+    order: np.ndarray
+    present: np.ndarray
+    group: np.ndarray
+    groups: np.ndarray
+    gptr: np.ndarray
+    gcol: np.ndarray
+    gval: np.ndarray
+    gidx: np.ndarray
+    gvx: np.ndarray
+
+    def take(self, which: np.ndarray | slice) -> Plan:
+        """Problems `which` only."""
+        return Plan(*(a[which] for a in self))
+
+
+def plan(csr: tuple[np.ndarray, np.ndarray, np.ndarray], idx: np.ndarray, d: int,
+         unit: bool) -> Plan:  # fmt: skip
+    """The plan of the problems of CSR rows idx (S, m) with d columns (`unit`: every value 1)."""
+    order, position, present = elimination_orders(csr[0], csr[1], idx, d)
+    group, first, groups = row_groups(*csr, idx)
+    return Plan(order, present, group, groups, *group_nonzeros(*csr, position, first, groups, unit))
 
 
 def elimination_orders(
@@ -95,26 +127,28 @@ def row_groups(indptr, indices, values, idx):
 
 
 @jit
-def reordered_groups(indptr, indices, values, position, first, groups, unit):
-    """Each problem's groups of identical rows (`row_groups`' first rows) in the coordinates of
-    its elimination order (`elimination_orders`' position), each group's nonzeros sorted by
-    position: group g's are gcol[s, gptr[s, g]:gptr[s, g + 1]] (S, m + 1) and (S, m w), w the
-    widest row's nonzeros; their values gval likewise (none where `unit`: all 1). The Hessian
-    is then summed straight into the reordered system's upper triangle (`_grouped_hessian`):
-    no d x d buffer to zero, mirror and gather."""
+def group_nonzeros(indptr, indices, values, position, first, groups, unit):
+    """Each problem's groups of identical rows (`row_groups`' first rows), their nonzeros held
+    contiguous: group g's are gidx[s, gptr[s, g]:gptr[s, g + 1]] (S, m + 1) and (S, m w), w the
+    widest row's nonzeros, as the row holds them (values gvx), and gcol likewise, in the
+    coordinates of the problem's elimination order (`elimination_orders`' position), sorted
+    (values gval); no values where `unit` (all 1). The Hessian is then summed straight into
+    the reordered system's upper triangle (`_grouped_hessian`: no d x d buffer to zero, mirror
+    and gather), and the predictors read a group's nonzeros in one run (`grouped_predictor`)."""
     S, m = first.shape
     width = 0
     for r in range(indptr.size - 1):
         width = max(width, indptr[r + 1] - indptr[r])
     gptr = np.zeros((S, m + 1), dtype=np.int64)
-    gcol = np.empty((S, m * width), dtype=np.int32)
-    gval = np.empty((S, 0 if unit else m * width))
+    gcol, gidx = np.empty((S, m * width), dtype=np.int32), np.empty((S, m * width), dtype=np.int32)
+    gval, gvx = np.empty((S, 0 if unit else m * width)), np.empty((S, 0 if unit else m * width))
     for s in range(S):
         at = 0
         for g in range(groups[s]):
             r, lo = first[s, g], at
             for a in range(indptr[r], indptr[r + 1]):
                 p, j = position[s, indices[a]], at
+                gidx[s, at] = indices[a]
                 while j > lo and gcol[s, j - 1] > p:  # insertion sort: ~9 nonzeros a row
                     gcol[s, j] = gcol[s, j - 1]
                     if not unit:
@@ -122,16 +156,16 @@ def reordered_groups(indptr, indices, values, position, first, groups, unit):
                     j -= 1
                 gcol[s, j] = p
                 if not unit:
-                    gval[s, j] = values[a]
+                    gval[s, j], gvx[s, at] = values[a], values[a]
                 at += 1
             gptr[s, g + 1] = at
-    return gptr, gcol, gval
+    return gptr, gcol, gval, gidx, gvx
 
 
 @jit
 def _grouped_hessian(gptr, gcol, gval, summed, unit, h):
     """h (k, k) += the upper triangle of X^T diag(w) X over groups of identical rows, their
-    nonzeros in the reordered coordinates (`reordered_groups`), summed[g] each group's weight
+    nonzeros in the reordered coordinates (`group_nonzeros`), summed[g] each group's weight
     (h zeroed by the caller). Each entry receives the same terms in the same order as
     `logistic_kernels.hessian_into` over the groups' rows in the natural order, so the same
     bits where `unit`. There, if every row holds the last unknown (the intercept), its column
@@ -180,12 +214,10 @@ def _reordered_system(gptr, gcol, gval, summed, unit, at, penalty, grad, h, rhs,
 
 
 @jit
-def sparse_steps(
-    w, penalty, grad, unit, order, position, present, group, first, groups, gptr, gcol, gval
-):  # fmt: skip
+def sparse_steps(w, penalty, grad, unit, order, present, group, groups, gptr, gcol, gval):
     """`logistic_kernels.sparse_directions` with the Hessian summed over groups of identical
     rows (`row_groups`: each group's weights added first, in row order) straight into the
-    reordered system of each problem's present unknowns (`reordered_groups`), eliminated in
+    reordered system of each problem's present unknowns (`group_nonzeros`), eliminated in
     `order` (`elimination_orders`: sparsest first) symmetrically, without pivoting
     (`newton_solves.solve_symmetric_in_place`: the Hessian + ridge is positive definite), and
     the absent ones (the ridge alone) b_j / penalty_j. Where a pivot is not positive (the
@@ -229,12 +261,12 @@ def sparse_steps(
 @jit
 def grouped_gradient(
     t, eta, e, beta, penalty, unit, order, present, group, groups, gptr, gcol, gval
-):  # fmt: skip
+):
     """Newton's weights w = p (1 - p) (S, m) and the penalised log-likelihood's gradient
     X^T (t - p) - penalty beta (S, d) at linear predictors eta (e = exp(-|eta|)): p, w and the
     residuals as `layouts._Products.newton_step` computes them (the same bits), X^T (t - p)
     summed over groups of identical rows (each group's residuals added first, in row order,
-    then one addition a nonzero a group: `reordered_groups`), in another order than
+    then one addition a nonzero a group: `group_nonzeros`), in another order than
     `logistic_kernels.sparse_gradient`'s (other last bits)."""
     S, m = group.shape
     d = beta.shape[1]
@@ -258,18 +290,20 @@ def grouped_gradient(
 
 
 @jit
-def grouped_predictor(indptr, indices, values, group, first, groups, beta):
-    """`sparse_predictor` computed once a group of identical rows (`row_groups`) and copied to
-    its rows: the same sums, so the same bits, for half the rows at m = 3000 on adult."""
+def grouped_predictor(group, groups, gptr, gidx, gvx, unit, beta):
+    """`logistic_kernels.sparse_predictor` computed once a group of identical rows
+    (`row_groups`), from its nonzeros held contiguous (`group_nonzeros`), and copied to its
+    rows: the same sums, so the same bits (a value of 1 multiplies exactly), for half the rows
+    at m = 3000 on adult."""
     S, m = group.shape
     out, value = np.empty((S, m)), np.empty(m)
     for s in range(S):
+        b, cols, ptr, row, of = beta[s], gidx[s], gptr[s], out[s], group[s]
         for g in range(groups[s]):
-            r = first[s, g]
             total = 0.0
-            for a in range(indptr[r], indptr[r + 1]):
-                total += values[a] * beta[s, indices[a]]
+            for a in range(ptr[g], ptr[g + 1]):
+                total += b[cols[a]] if unit else gvx[s, a] * b[cols[a]]
             value[g] = total
         for i in range(m):
-            out[s, i] = value[group[s, i]]
+            row[i] = value[of[i]]
     return out

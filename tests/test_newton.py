@@ -212,25 +212,24 @@ def test_fused_sparse_steps_are_the_hessians_solved_bit_for_bit():
 
 
 def _sparsest_first(X: np.ndarray, idx: np.ndarray, unit: bool = True) -> tuple:
-    """`layouts.Sparse.sparsest_first`'s plan for rows idx of X: orders, groups, and the groups
-    in the orders' coordinates."""
+    """`layouts.Sparse.sparsest_first`'s plan for rows idx of X, with the elimination orders'
+    positions and the groups' first rows."""
     csr = Sparse.from_dense(X)
-    plan = sparsest_first.elimination_orders(csr[0], csr[1], idx, X.shape[1])
-    plan += sparsest_first.row_groups(*csr, idx)
-    return plan + sparsest_first.reordered_groups(*csr, plan[1], *plan[4:], unit)
+    _, position, _ = sparsest_first.elimination_orders(csr[0], csr[1], idx, X.shape[1])
+    _, first, _ = sparsest_first.row_groups(*csr, idx)
+    return sparsest_first.plan(csr, idx, X.shape[1], unit), position, first
 
 
-def _grouped_system(X, idx, s, w, penalty, plan):
+def _grouped_system(X, idx, s, w, penalty, plan, first):
     """Problem s's Hessian + diag(penalty) summed over its groups of identical rows (each
     group's weights added first, in row order; `logistic_kernels.sparse_hessian`'s sums),
     reordered to its present unknowns in elimination order."""
     csr = Sparse.from_dense(X)
-    order, _, present, group, first, groups = plan[:6]
-    u = groups[s]
+    u = plan.groups[s]
     summed = np.zeros(u)
-    np.add.at(summed, group[s], w[s])  # in row order
+    np.add.at(summed, plan.group[s], w[s])  # in row order
     hess = logistic_kernels.sparse_hessian(*csr, first[None, s, :u], summed[None], X.shape[1], True)
-    at = order[s, : present[s]]
+    at = plan.order[s, : plan.present[s]]
     return (hess[0] + np.diag(penalty))[np.ix_(at, at)], at
 
 
@@ -255,10 +254,10 @@ def test_sparsest_first_steps_are_the_reordered_systems_solved_bit_for_bit():
     no_intercept = X.copy()
     no_intercept[::7, -1] = 0.0  # some rows without the last column
     for data in (X, no_intercept):
-        plan = _sparsest_first(data, idx)
-        delta, singular = sparsest_first.sparse_steps(w, penalty, grad, True, *plan)
+        plan, position, first = _sparsest_first(data, idx)
+        delta, singular = sparsest_first.sparse_steps(w, penalty, grad, True, *plan[:7])
         assert not singular.any()
-        order, position, present, group, first, groups = plan[:6]
+        order, present, group, groups = plan[:4]
         hess = logistic_kernels.sparse_hessian(*Sparse.from_dense(data), idx, w, 13, True)
         for s in range(6):
             u = groups[s]
@@ -270,7 +269,7 @@ def test_sparsest_first_steps_are_the_reordered_systems_solved_bit_for_bit():
             assert data is not X or order[s, k - 1] == 12  # in every row: the intercept last
             assert np.all(np.diff(counts[order[s, :k]]) >= 0) and np.all(counts[order[s, k:]] == 0)
             assert np.all(position[s, order[s]] == np.arange(13))
-            system, at = _grouped_system(data, idx, s, w, penalty, plan)
+            system, at = _grouped_system(data, idx, s, w, penalty, plan, first)
             x = np.zeros(k)
             assert not newton_solves.solve_symmetric_in_place(system, grad[s, at].copy(), x)
             assert delta[s, at].tobytes() == x.tobytes()
@@ -279,13 +278,13 @@ def test_sparsest_first_steps_are_the_reordered_systems_solved_bit_for_bit():
             np.testing.assert_allclose(
                 (hess[s] + np.diag(penalty)) @ delta[s], grad[s], rtol=1e-6, atol=1e-9
             )
-    plan = _sparsest_first(X, idx)
-    order, position, present = plan[:3]
+    plan, position, _ = _sparsest_first(X, idx)
+    order, present = plan.order, plan.present
     assert present.min() < 13  # some problem has an absent column
     s = int(np.argmin(present))
     zero = penalty.copy()
     zero[order[s, -1]] = 0.0
-    _, singular = sparsest_first.sparse_steps(w, zero, grad, True, *plan)
+    _, singular = sparsest_first.sparse_steps(w, zero, grad, True, *plan[:7])
     assert singular[s]
     assert np.array_equal(singular, position[:, order[s, -1]] >= present)  # where it is absent
 
@@ -304,10 +303,10 @@ def test_sparsest_first_steps_pivot_where_a_system_is_not_positive_definite():
     idx = np.stack([np.sort(rng.choice(120, 50, replace=False)) for _ in range(4)])
     w, grad = rng.uniform(0.01, 0.25, size=(4, 50)), rng.normal(size=(4, 9))
     penalty = np.zeros(9)
-    plan = _sparsest_first(X, idx)
-    delta, singular = sparsest_first.sparse_steps(w, penalty, grad, True, *plan)
+    plan, _, first = _sparsest_first(X, idx)
+    delta, singular = sparsest_first.sparse_steps(w, penalty, grad, True, *plan[:7])
     for s in range(4):
-        system, at = _grouped_system(X, idx, s, w, penalty, plan)
+        system, at = _grouped_system(X, idx, s, w, penalty, plan, first)
         assert newton_solves.solve_symmetric_in_place(system.copy(), grad[s, at].copy(), at * 0.0)
         x = np.zeros(at.size)
         assert singular[s] == newton_solves.solve_sparse_in_place(system, grad[s, at].copy(), x)
@@ -316,8 +315,8 @@ def test_sparsest_first_steps_pivot_where_a_system_is_not_positive_definite():
     values = X * rng.choice([0.5, 2.0], size=X.shape)
     values[:, 4] = values[:, 0] * 3.0
     penalty = np.append(np.full(8, 1e-8), 0.0)
-    plan = _sparsest_first(values, idx, unit=False)
-    delta, singular = sparsest_first.sparse_steps(w, penalty, grad, False, *plan)
+    plan, _, _ = _sparsest_first(values, idx, unit=False)
+    delta, singular = sparsest_first.sparse_steps(w, penalty, grad, False, *plan[:7])
     assert not singular.any()
     hess = logistic_kernels.sparse_hessian(*Sparse.from_dense(values), idx, w, 9, False)
     for s in range(4):
@@ -342,11 +341,8 @@ def test_grouped_gradients_are_the_rows_gradients():
     e, beta = np.exp(-np.abs(eta)), rng.normal(size=(5, 10))
     penalty = np.append(np.full(9, 1e-2), 0.0)
     for data, unit in ((X, True), (X * rng.choice([0.5, 3.0], size=X.shape), False)):
-        plan = _sparsest_first(data, idx, unit)
-        order, _, present, group, _, groups, *reordered = plan
-        w, grad = sparsest_first.grouped_gradient(
-            t, eta, e, beta, penalty, unit, order, present, group, groups, *reordered
-        )
+        plan, _, _ = _sparsest_first(data, idx, unit)
+        w, grad = sparsest_first.grouped_gradient(t, eta, e, beta, penalty, unit, *plan[:7])
         p = np.where(eta >= 0, 1.0, e) / (1.0 + e)
         assert w.tobytes() == (p * (1.0 - p)).tobytes()
         rows = logistic_kernels.sparse_gradient(*Sparse.from_dense(data), idx, t - p, 10)
@@ -356,9 +352,10 @@ def test_grouped_gradients_are_the_rows_gradients():
 
 
 def test_grouped_predictors_are_the_rows_own_bit_for_bit():
-    """`sparsest_first.grouped_predictor`, X beta once a group of identical rows: the bits of
-    `sparse_predictor`, for one-hot and for general values (rows equal only where their values
-    are), with as many groups as distinct rows."""
+    """`sparsest_first.grouped_predictor`, X beta once a group of identical rows from its
+    nonzeros held contiguous (`group_nonzeros`): the bits of `sparse_predictor`, for one-hot
+    and for general values (rows equal only where their values are), with as many groups as
+    distinct rows."""
     rng = np.random.default_rng(29)
     X = np.zeros((150, 9))
     X[np.arange(150), rng.integers(4, size=150)] = 1.0
@@ -366,9 +363,11 @@ def test_grouped_predictors_are_the_rows_own_bit_for_bit():
     X[:, -1] = 1.0
     idx = rng.integers(150, size=(4, 60))
     beta = rng.normal(size=(4, 9))
-    for values in (X, X * rng.choice([1.0, 2.5], size=X.shape)):
+    for values, unit in ((X, True), (X * rng.choice([1.0, 2.5], size=X.shape), False)):
         csr = Sparse.from_dense(values)
-        group, first, groups = sparsest_first.row_groups(*csr, idx)
-        assert np.all(groups == [len(np.unique(values[row], axis=0)) for row in idx])
-        got = sparsest_first.grouped_predictor(*csr, group, first, groups, beta)
+        plan = sparsest_first.plan(csr, idx, 9, unit)
+        assert np.all(plan.groups == [len(np.unique(values[row], axis=0)) for row in idx])
+        got = sparsest_first.grouped_predictor(
+            plan.group, plan.groups, plan.gptr, plan.gidx, plan.gvx, unit, beta
+        )
         assert got.tobytes() == logistic_kernels.sparse_predictor(*csr, idx, beta).tobytes()
