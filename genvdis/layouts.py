@@ -263,8 +263,9 @@ class Sparse(_Products):
         if self.orders is not None:  # identical rows' predictors computed once
             o = self.orders
             return grouped_predictor(
-                o.group, o.groups, o.gptr, o.gidx, o.gvx, self.unit, np.ascontiguousarray(beta)
-            )
+                o.problems, o.group, o.groups, o.gptr, o.gidx, o.gvx, self.unit,
+                np.ascontiguousarray(beta),
+            )  # fmt: skip
         return sparse_predictor(*self.csr, self.idx, np.ascontiguousarray(beta))
 
     def newton_step(
@@ -275,7 +276,7 @@ class Sparse(_Products):
         if self.orders is None:
             return super().newton_step(eta, e, beta, penalty)
         w, grad = grouped_gradient(
-            self.t, eta, e, np.ascontiguousarray(beta), penalty, self.unit, *self.orders[:7]
+            self.t, eta, e, np.ascontiguousarray(beta), penalty, self.unit, *self.orders[:8]
         )
         delta = self.directions(w, penalty, grad)
         return (grad, delta, *self.advance(eta, delta))
@@ -295,7 +296,7 @@ class Sparse(_Products):
         if self.orders is None:
             delta, singular = sparse_directions(*self.csr, self.idx, w, penalty, grad, self.unit)
         else:
-            delta, singular = sparse_steps(w, penalty, grad, self.unit, *self.orders[:7])
+            delta, singular = sparse_steps(w, penalty, grad, self.unit, *self.orders[:8])
         if singular.any():
             at = np.flatnonzero(singular)
             hess = self.take(at).hessian(w[at]) + np.diag(penalty)

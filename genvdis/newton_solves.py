@@ -191,18 +191,17 @@ DENSE_TAIL = 0.5
 @jit
 def _sparse_head(row: np.ndarray, start: int, cols: np.ndarray) -> tuple[int, int]:
     """The nonzeros of row[start:] before its dense tail (DENSE_TAIL), their columns in cols:
-    (how many, where the tail begins)."""
+    (how many, where the tail begins). Both passes without a branch on the entries (a select
+    and a conditional count): the rows' patterns are irregular, and mispredicted branches were
+    a third of a sparse elimination's time on adult (discrete)."""
     d, tail, seen = row.size, row.size, 0
     for j in range(d - 1, start - 1, -1):  # the tail: the longest end at least DENSE_TAIL full
-        if row[j] != 0.0:
-            seen += 1
-        if seen >= DENSE_TAIL * (d - j):
-            tail = j
+        seen += row[j] != 0.0
+        tail = j if seen >= DENSE_TAIL * (d - j) else tail
     n = 0
     for j in range(start, tail):
-        if row[j] != 0.0:
-            cols[n] = j
-            n += 1
+        cols[n] = j
+        n += row[j] != 0.0
     return n, tail
 
 

@@ -22,12 +22,14 @@ from genvdis.streams import jit
 
 
 class Plan(NamedTuple):
-    """A design's sparsest-first plan, per problem (S rows each; `plan` builds it once a fit):
-    its unknowns' elimination order (S, d) and how many are present (S,); its rows' groups of
-    identical rows, group (S, m), and how many (S,); each group's nonzeros in the order's
-    coordinates, sorted (gptr (S, m + 1) into gcol (S, L), their values gval), and in the
-    data's (gidx, values gvx, in the rows' own order); the values are empty where all are 1."""
+    """A design's sparsest-first plan, per problem (`plan` builds it once a fit, a row each for
+    S problems; problem s's is row problems[s], so that `take` copies none): its unknowns'
+    elimination order (S, d) and how many are present (S,); its rows' groups of identical
+    rows, group (S, m), and how many (S,); each group's nonzeros in the order's coordinates,
+    sorted (gptr (S, m + 1) into gcol (S, L), their values gval), and in the data's (gidx,
+    values gvx, in the rows' own order); the values are empty where all are 1."""
 
+    problems: np.ndarray
     order: np.ndarray
     present: np.ndarray
     group: np.ndarray
@@ -40,7 +42,7 @@ class Plan(NamedTuple):
 
     def take(self, which: np.ndarray | slice) -> Plan:
         """Problems `which` only."""
-        return Plan(*(a[which] for a in self))
+        return self._replace(problems=self.problems[which])
 
 
 def plan(csr: tuple[np.ndarray, np.ndarray, np.ndarray], idx: np.ndarray, d: int,
@@ -48,7 +50,8 @@ def plan(csr: tuple[np.ndarray, np.ndarray, np.ndarray], idx: np.ndarray, d: int
     """The plan of the problems of CSR rows idx (S, m) with d columns (`unit`: every value 1)."""
     order, position, present = elimination_orders(csr[0], csr[1], idx, d)
     group, first, groups = row_groups(*csr, idx)
-    return Plan(order, present, group, groups, *group_nonzeros(*csr, position, first, groups, unit))
+    nonzeros = group_nonzeros(*csr, position, first, groups, unit)
+    return Plan(np.arange(idx.shape[0]), order, present, group, groups, *nonzeros)
 
 
 def elimination_orders(
@@ -214,7 +217,9 @@ def _reordered_system(gptr, gcol, gval, summed, unit, at, penalty, grad, h, rhs,
 
 
 @jit
-def sparse_steps(w, penalty, grad, unit, order, present, group, groups, gptr, gcol, gval):
+def sparse_steps(
+    w, penalty, grad, unit, problems, order, present, group, groups, gptr, gcol, gval
+):  # fmt: skip
     """`logistic_kernels.sparse_directions` with the Hessian summed over groups of identical
     rows (`row_groups`: each group's weights added first, in row order) straight into the
     reordered system of each problem's present unknowns (`group_nonzeros`), eliminated in
@@ -224,24 +229,25 @@ def sparse_steps(w, penalty, grad, unit, order, present, group, groups, gptr, gc
     system singular to rounding) the system is built again, whole, and solved with partial
     pivoting (`solve_sparse_in_place`; panelled, `solve_into`, from BLOCKED_MIN unknowns on).
     Another order of sums and of elimination than `sparse_directions`': the steps differ in
-    their last bits."""
+    their last bits. The plan's arrays are read at rows problems (`Plan`)."""
     S, d = grad.shape
     delta, singular = np.zeros((S, d)), np.zeros(S, dtype=np.bool_)
     buffer, rhs, y = np.empty(d * d), np.empty(d), np.empty(d)
     summed = np.empty(group.shape[1])
     for s in range(S):
-        k, at = present[s], order[s]
+        r = problems[s]
+        k, at = present[r], order[r]
         for a in range(k, d):
             if penalty[at[a]] == 0.0:
                 singular[s] = True
         if singular[s]:
             continue
-        u = groups[s]
+        u = groups[r]
         summed[:u] = 0.0
         for i in range(group.shape[1]):
-            summed[group[s, i]] += w[s, i]
+            summed[group[r, i]] += w[s, i]
         h = buffer[: k * k].reshape((k, k))
-        system = (gptr[s, : u + 1], gcol[s], gval[s], summed[:u], unit, at, penalty, grad[s])
+        system = (gptr[r, : u + 1], gcol[r], gval[r], summed[:u], unit, at, penalty, grad[s])
         _reordered_system(*system, h, rhs[:k], False)
         if solve_symmetric_in_place(h, rhs[:k], y[:k]):
             _reordered_system(*system, h, rhs[:k], True)
@@ -260,29 +266,31 @@ def sparse_steps(w, penalty, grad, unit, order, present, group, groups, gptr, gc
 
 @jit
 def grouped_gradient(
-    t, eta, e, beta, penalty, unit, order, present, group, groups, gptr, gcol, gval
+    t, eta, e, beta, penalty, unit, problems, order, present, group, groups, gptr, gcol, gval
 ):
     """Newton's weights w = p (1 - p) (S, m) and the penalised log-likelihood's gradient
     X^T (t - p) - penalty beta (S, d) at linear predictors eta (e = exp(-|eta|)): p, w and the
     residuals as `layouts._Products.newton_step` computes them (the same bits), X^T (t - p)
     summed over groups of identical rows (each group's residuals added first, in row order,
     then one addition a nonzero a group: `group_nonzeros`), in another order than
-    `logistic_kernels.sparse_gradient`'s (other last bits)."""
-    S, m = group.shape
+    `logistic_kernels.sparse_gradient`'s (other last bits). The plan's arrays are read at
+    rows problems (`Plan`)."""
+    S, m = problems.size, group.shape[1]
     d = beta.shape[1]
     w, grad = np.empty((S, m)), np.empty((S, d))
     residual, reordered = np.empty(m), np.empty(d)
     for s in range(S):
-        u, k, at = groups[s], present[s], order[s]
+        r = problems[s]
+        u, k, at = groups[r], present[r], order[r]
         residual[:u] = 0.0
         for i in range(m):
             p = (1.0 if eta[s, i] >= 0 else e[s, i]) / (1.0 + e[s, i])
             w[s, i] = p * (1.0 - p)
-            residual[group[s, i]] += t[s, i] - p
+            residual[group[r, i]] += t[s, i] - p
         reordered[:k] = 0.0
         for g in range(u):
-            for a in range(gptr[s, g], gptr[s, g + 1]):
-                reordered[gcol[s, a]] += residual[g] if unit else residual[g] * gval[s, a]
+            for a in range(gptr[r, g], gptr[r, g + 1]):
+                reordered[gcol[r, a]] += residual[g] if unit else residual[g] * gval[r, a]
         for a in range(d):
             j = at[a]
             grad[s, j] = (reordered[a] if a < k else 0.0) - penalty[j] * beta[s, j]
@@ -290,19 +298,20 @@ def grouped_gradient(
 
 
 @jit
-def grouped_predictor(group, groups, gptr, gidx, gvx, unit, beta):
+def grouped_predictor(problems, group, groups, gptr, gidx, gvx, unit, beta):
     """`logistic_kernels.sparse_predictor` computed once a group of identical rows
     (`row_groups`), from its nonzeros held contiguous (`group_nonzeros`), and copied to its
     rows: the same sums, so the same bits (a value of 1 multiplies exactly), for half the rows
-    at m = 3000 on adult."""
-    S, m = group.shape
+    at m = 3000 on adult. The plan's arrays are read at rows problems (`Plan`)."""
+    S, m = problems.size, group.shape[1]
     out, value = np.empty((S, m)), np.empty(m)
     for s in range(S):
-        b, cols, ptr, row, of = beta[s], gidx[s], gptr[s], out[s], group[s]
-        for g in range(groups[s]):
+        r = problems[s]
+        b, cols, ptr, row, of = beta[s], gidx[r], gptr[r], out[s], group[r]
+        for g in range(groups[r]):
             total = 0.0
             for a in range(ptr[g], ptr[g + 1]):
-                total += b[cols[a]] if unit else gvx[s, a] * b[cols[a]]
+                total += b[cols[a]] if unit else gvx[r, a] * b[cols[a]]
             value[g] = total
         for i in range(m):
             row[i] = value[of[i]]

@@ -255,9 +255,9 @@ def test_sparsest_first_steps_are_the_reordered_systems_solved_bit_for_bit():
     no_intercept[::7, -1] = 0.0  # some rows without the last column
     for data in (X, no_intercept):
         plan, position, first = _sparsest_first(data, idx)
-        delta, singular = sparsest_first.sparse_steps(w, penalty, grad, True, *plan[:7])
+        delta, singular = sparsest_first.sparse_steps(w, penalty, grad, True, *plan[:8])
         assert not singular.any()
-        order, present, group, groups = plan[:4]
+        order, present, group, groups = plan[1:5]
         hess = logistic_kernels.sparse_hessian(*Sparse.from_dense(data), idx, w, 13, True)
         for s in range(6):
             u = groups[s]
@@ -284,7 +284,7 @@ def test_sparsest_first_steps_are_the_reordered_systems_solved_bit_for_bit():
     s = int(np.argmin(present))
     zero = penalty.copy()
     zero[order[s, -1]] = 0.0
-    _, singular = sparsest_first.sparse_steps(w, zero, grad, True, *plan[:7])
+    _, singular = sparsest_first.sparse_steps(w, zero, grad, True, *plan[:8])
     assert singular[s]
     assert np.array_equal(singular, position[:, order[s, -1]] >= present)  # where it is absent
 
@@ -304,7 +304,7 @@ def test_sparsest_first_steps_pivot_where_a_system_is_not_positive_definite():
     w, grad = rng.uniform(0.01, 0.25, size=(4, 50)), rng.normal(size=(4, 9))
     penalty = np.zeros(9)
     plan, _, first = _sparsest_first(X, idx)
-    delta, singular = sparsest_first.sparse_steps(w, penalty, grad, True, *plan[:7])
+    delta, singular = sparsest_first.sparse_steps(w, penalty, grad, True, *plan[:8])
     for s in range(4):
         system, at = _grouped_system(X, idx, s, w, penalty, plan, first)
         assert newton_solves.solve_symmetric_in_place(system.copy(), grad[s, at].copy(), at * 0.0)
@@ -316,7 +316,7 @@ def test_sparsest_first_steps_pivot_where_a_system_is_not_positive_definite():
     values[:, 4] = values[:, 0] * 3.0
     penalty = np.append(np.full(8, 1e-8), 0.0)
     plan, _, _ = _sparsest_first(values, idx, unit=False)
-    delta, singular = sparsest_first.sparse_steps(w, penalty, grad, False, *plan[:7])
+    delta, singular = sparsest_first.sparse_steps(w, penalty, grad, False, *plan[:8])
     assert not singular.any()
     hess = logistic_kernels.sparse_hessian(*Sparse.from_dense(values), idx, w, 9, False)
     for s in range(4):
@@ -342,7 +342,7 @@ def test_grouped_gradients_are_the_rows_gradients():
     penalty = np.append(np.full(9, 1e-2), 0.0)
     for data, unit in ((X, True), (X * rng.choice([0.5, 3.0], size=X.shape), False)):
         plan, _, _ = _sparsest_first(data, idx, unit)
-        w, grad = sparsest_first.grouped_gradient(t, eta, e, beta, penalty, unit, *plan[:7])
+        w, grad = sparsest_first.grouped_gradient(t, eta, e, beta, penalty, unit, *plan[:8])
         p = np.where(eta >= 0, 1.0, e) / (1.0 + e)
         assert w.tobytes() == (p * (1.0 - p)).tobytes()
         rows = logistic_kernels.sparse_gradient(*Sparse.from_dense(data), idx, t - p, 10)
@@ -368,6 +368,32 @@ def test_grouped_predictors_are_the_rows_own_bit_for_bit():
         plan = sparsest_first.plan(csr, idx, 9, unit)
         assert np.all(plan.groups == [len(np.unique(values[row], axis=0)) for row in idx])
         got = sparsest_first.grouped_predictor(
-            plan.group, plan.groups, plan.gptr, plan.gidx, plan.gvx, unit, beta
+            plan.problems, plan.group, plan.groups, plan.gptr, plan.gidx, plan.gvx, unit, beta
         )
         assert got.tobytes() == logistic_kernels.sparse_predictor(*csr, idx, beta).tobytes()
+
+
+def test_a_sparsest_first_designs_problems_taken_keep_their_bits():
+    """`Sparse.take` on a sparsest-first design keeps the plan's arrays and narrows the rows it
+    reads (`sparsest_first.Plan.problems`): the problems taken get the very predictors, weights,
+    gradients and steps they get among all."""
+    rng = np.random.default_rng(41)
+    X = np.zeros((150, 10))
+    X[np.arange(150), rng.integers(4, size=150)] = 1.0
+    X[np.arange(150), 4 + rng.integers(5, size=150)] = 1.0
+    X[:, -1] = 1.0
+    idx = np.stack([np.sort(rng.choice(150, 60, replace=False)) for _ in range(6)])
+    t = rng.integers(2, size=idx.shape).astype(float)
+    design = Sparse.gather(Sparse.from_dense(X), 10, idx, t).sparsest_first()
+    beta = rng.normal(size=(6, 10))
+    penalty = np.append(np.full(9, 1e-8), 0.0)
+    eta = design.predictor(beta)
+    e = np.exp(-np.abs(eta))
+    every = design.newton_step(eta, e, beta, penalty)
+    which = np.array([4, 1, 5])
+    taken = design.take(which)
+    assert taken.orders.gcol is design.orders.gcol  # no copy
+    assert taken.predictor(beta[which]).tobytes() == eta[which].tobytes()
+    some = taken.newton_step(eta[which], e[which], beta[which], penalty)
+    for a, b in zip(every, some, strict=True):
+        assert a[which].tobytes() == b.tobytes()
