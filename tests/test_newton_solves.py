@@ -200,3 +200,23 @@ def test_the_symmetric_elimination_gives_up_on_a_pivot_that_is_not_positive():
         x = np.full(A.shape[0], 7.0)
         assert newton_solves.solve_symmetric_in_place(U, rng.normal(size=A.shape[0]), x)
         assert (x == 7.0).all()
+
+
+def test_a_rows_sparse_head_and_dense_tail_are_as_defined():
+    """`_sparse_head`: the tail begins at the smallest j whose end row[j:] is at least
+    DENSE_TAIL nonzero (the row's end if none), and the head lists the nonzero columns from
+    `start` to it, ascending; on rows of every density, and on all-zero and all-nonzero ones."""
+    rng = np.random.default_rng(6)
+    rows = [rng.normal(size=40) * (rng.uniform(size=40) < p) for p in (0.05, 0.3, 0.6, 0.9)]
+    rows += [np.zeros(40), np.ones(40)]
+    for row in rows:
+        for start in (0, 1, 17, 39, 40):
+            cols = np.full(40, -1)
+            n, tail = newton_solves._sparse_head(row, start, cols)
+            full = [
+                j for j in range(start, 40)
+                if np.count_nonzero(row[j:]) >= newton_solves.DENSE_TAIL * (40 - j)
+            ]  # fmt: skip
+            assert tail == (min(full) if full else 40)
+            head = [j for j in range(start, tail) if row[j] != 0.0]
+            assert n == len(head) and list(cols[:n]) == head
