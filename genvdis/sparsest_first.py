@@ -180,6 +180,8 @@ def _grouped_hessian(gptr, gcol, gval, summed, unit, h):
         if every and (gptr[g + 1] == gptr[g] or gcol[gptr[g + 1] - 1] != k - 1):
             every = False
     cut = 1 if every else 0
+    # `logistic_kernels.hessian_into`'s loop, written out: called as a shared function it was
+    # not inlined, and the Hessian took 1.25x as long at m = 3000 on adult (discrete)
     for g in range(groups):
         lo, hi, wg = gptr[g], gptr[g + 1] - cut, summed[g]
         for a in range(lo, hi):

@@ -17,6 +17,18 @@ def _minus_product(c: float, a: float, b: float) -> float:
     return float(Fraction(c) - Fraction(a) * Fraction(b))
 
 
+def _back_substitution(U: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """x with U x = v (U's upper triangle), from the last unknown up, each update rounded once."""
+    d = v.size
+    x = np.zeros(d)
+    for k in range(d - 1, -1, -1):
+        total = v[k]
+        for j in range(k + 1, d):
+            total = _minus_product(total, U[k, j], x[j])
+        x[k] = total / U[k, k]
+    return x
+
+
 def _textbook(A: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Gaussian elimination with partial pivoting, one pivot at a time, each update
     u_ij - f u_kj (and the right-hand side's, and the back-substitution's) rounded once."""
@@ -31,13 +43,7 @@ def _textbook(A: np.ndarray, b: np.ndarray) -> np.ndarray:
                 for j in range(k + 1, d):
                     U[i, j] = _minus_product(U[i, j], f, U[k, j])
             v[i] = _minus_product(v[i], f, v[k])
-    x = np.zeros(d)
-    for k in range(d - 1, -1, -1):
-        total = v[k]
-        for j in range(k + 1, d):
-            total = _minus_product(total, U[k, j], x[j])
-        x[k] = total / U[k, k]
-    return x
+    return _back_substitution(U, v)
 
 
 def _one_hot_hessian(rng: np.random.Generator, d: int, m: int, levels: int = 4) -> np.ndarray:
@@ -159,13 +165,7 @@ def _textbook_symmetric(A: np.ndarray, b: np.ndarray) -> np.ndarray:
                 for j in range(i, d):
                     U[i, j] = _minus_product(U[i, j], f, U[k, j])
                 v[i] = _minus_product(v[i], f, v[k])
-    x = np.zeros(d)
-    for k in range(d - 1, -1, -1):
-        total = v[k]
-        for j in range(k + 1, d):
-            total = _minus_product(total, U[k, j], x[j])
-        x[k] = total / U[k, k]
-    return x
+    return _back_substitution(U, v)
 
 
 @pytest.mark.parametrize("d, m", [(13, 5), (31, 40), (61, 200), (91, 30)])
