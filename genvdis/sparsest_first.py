@@ -1,9 +1,11 @@
 """Sparse Newton's steps eliminated sparsest first, identical rows once: the compiled loops
 behind `layouts.Sparse.sparsest_first`, the one-hot layout's first fit (docs/scaling.md,
-"adult (discrete), round 4"). A rare level's Hessian row is nonzero only at the few levels
-seen with it, so eliminating the rarest columns first fills in little; and a training set of
-3000 adult rows has ~1500 distinct ones, so the Hessian and the predictors are summed and
-computed once a distinct row.
+"adult (discrete), round 4" and "round 5"). A rare level's Hessian row is nonzero only at the
+few levels seen with it, so eliminating the rarest columns first fills in little; and a
+training set of 3000 adult rows has ~1500 distinct ones, so the Hessian, the gradient and the
+predictors are summed and computed once a distinct row. A fit's `Plan` (orders, groups, each
+group's nonzeros held contiguous) is built once; each step sums the Hessian straight into the
+reordered system's upper triangle and eliminates it symmetrically (it is positive definite).
 """
 
 from __future__ import annotations
