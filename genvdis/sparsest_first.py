@@ -53,6 +53,7 @@ def plan(csr: tuple[np.ndarray, np.ndarray, np.ndarray], idx: np.ndarray, d: int
     order, position, present = elimination_orders(csr[0], csr[1], idx, d)
     group, first, groups = row_groups(*csr, idx)
     nonzeros = group_nonzeros(*csr, position, first, groups, unit)
+    group = group.astype(np.uint32)  # unsigned indices: see `group_nonzeros`
     return Plan(np.arange(idx.shape[0]), order, present, group, groups, *nonzeros)
 
 
