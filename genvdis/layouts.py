@@ -290,13 +290,19 @@ class Sparse(_Products):
 
     def directions(self, w: np.ndarray, penalty: np.ndarray, grad: np.ndarray) -> np.ndarray:
         """Newton's steps H^-1 grad, H = X^T diag(w) X + diag(penalty), each built and solved
-        in one buffer (`logistic_kernels.sparse_directions`); the pseudo-inverse's where H is
-        numerically singular."""
+        in one buffer (`logistic_kernels.sparse_directions`; sparsest first, `sparse_steps`,
+        and `sparse_directions` where its symmetric elimination gives up); the
+        pseudo-inverse's where H is numerically singular."""
         w, grad = np.ascontiguousarray(w), np.ascontiguousarray(grad)
         if self.orders is None:
             delta, singular = sparse_directions(*self.csr, self.idx, w, penalty, grad, self.unit)
         else:
-            delta, singular = sparse_steps(w, penalty, grad, self.unit, *self.orders[:8])
+            delta, singular, unsolved = sparse_steps(w, penalty, grad, self.unit, *self.orders[:8])
+            if unsolved.any():  # not positive definite to rounding: elimination with pivoting
+                at = np.flatnonzero(unsolved)
+                delta[at], singular[at] = sparse_directions(
+                    *self.csr, self.idx[at], w[at], penalty, grad[at], self.unit
+                )
         if singular.any():
             at = np.flatnonzero(singular)
             hess = self.take(at).hessian(w[at]) + np.diag(penalty)

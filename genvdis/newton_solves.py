@@ -213,37 +213,6 @@ def _sparse_head(row: np.ndarray, start: int, cols: np.ndarray) -> tuple[int, in
 
 
 @jit
-def solve_sparse_in_place(U: np.ndarray, v: np.ndarray, x: np.ndarray) -> bool:
-    """`solve_unblocked`'s answer (bit for bit) to U x = v, eliminating in U and v themselves
-    (scratch), each pivot row's update applied only where the pivot row is nonzero
-    (subtracting f * 0 changes nothing, a zero's sign aside) before its dense tail, and to the
-    whole tail: on a system ordered sparsest first (`sparsest_first.elimination_orders`),
-    little fills in before the dense tail."""
-    d = v.size
-    cols, values = np.empty(d, dtype=np.int64), np.empty(d)
-    for k in range(d):
-        if _pivot(U, v, k) < 0:
-            return True
-        n, tail = _sparse_head(U[k], k + 1, cols)
-        for a in range(n):
-            values[a] = U[k, cols[a]]
-        pivot_tail = U[k, tail:]
-        for i in range(k + 1, d):
-            if U[i, k] == 0.0:
-                continue
-            f = U[i, k] / U[k, k]
-            target = U[i]
-            for a in range(n):
-                target[cols[a]] -= f * values[a]
-            row = U[i, tail:]
-            for j in range(pivot_tail.size):
-                row[j] -= f * pivot_tail[j]
-            v[i] -= f * v[k]
-    _back_substitute(U, v, x)
-    return False
-
-
-@jit
 def solve(A: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """`solve_coupled` for each of S systems: x (S, d), and singular (S,)."""
     x, singular = np.zeros(b.shape), np.zeros(b.shape[0], dtype=np.bool_)
@@ -268,10 +237,12 @@ def solve_symmetric_in_place(U: np.ndarray, v: np.ndarray, x: np.ndarray) -> boo
     """x with U x = v for a symmetric positive definite U (a ridge-penalised X^T W X), by
     symmetric elimination without pivoting (LDL^T, the multipliers read from the pivot row),
     in U's upper triangle and v themselves (scratch; the lower triangle is left as it was):
-    half `solve_sparse_in_place`'s updates, no pivot search, no row swaps; each pivot row's
-    update applied only where it is nonzero before its dense tail, as there. True, and x
-    untouched, where a pivot is not positive (to rounding, the matrix is not positive
-    definite): the caller then takes `solve_sparse_in_place` on a fresh copy."""
+    half the updates of an LU elimination, no pivot search, no row swaps; each pivot row's
+    update applied only where it is nonzero (subtracting f * 0 changes nothing, a zero's sign
+    aside) up to its dense tail, and to the tail whole: on a system ordered sparsest first
+    (`sparsest_first.elimination_orders`) little fills in before it. True, and x untouched,
+    where a pivot is not positive (to rounding, the matrix is not positive definite): the
+    caller then solves it with pivoting."""
     d = v.size
     cols, values = np.empty(d, dtype=np.int64), np.empty(d)
     for k in range(d):

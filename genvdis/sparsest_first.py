@@ -14,12 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from genvdis.newton_solves import (
-    BLOCKED_MIN,
-    solve_into,
-    solve_sparse_in_place,
-    solve_symmetric_in_place,
-)
+from genvdis.newton_solves import solve_symmetric_in_place
 from genvdis.streams import jit
 
 
@@ -214,19 +209,15 @@ def _grouped_hessian(gptr, gcol, gval, summed, unit, h):
 
 
 @jit
-def _reordered_system(gptr, gcol, gval, summed, unit, at, penalty, grad, h, rhs, whole):
+def _reordered_system(gptr, gcol, gval, summed, unit, at, penalty, grad, h, rhs):
     """The reordered system of a problem's present unknowns at (h (k, k)): its Hessian over the
-    groups + diag(penalty), and rhs = grad's entries; the lower triangle mirrored if `whole`."""
+    groups + diag(penalty) (the upper triangle), and rhs = grad's entries."""
     k = h.shape[0]
     h[:] = 0.0
     _grouped_hessian(gptr, gcol, gval, summed, unit, h)
     for a in range(k):
         h[a, a] += penalty[at[a]]
         rhs[a] = grad[at[a]]
-    if whole:
-        for a in range(k):
-            for b in range(a):
-                h[a, b] = h[b, a]
 
 
 @jit
@@ -238,13 +229,15 @@ def sparse_steps(
     reordered system of each problem's present unknowns (`group_nonzeros`), eliminated in
     `order` (`elimination_orders`: sparsest first) symmetrically, without pivoting
     (`newton_solves.solve_symmetric_in_place`: the Hessian + ridge is positive definite), and
-    the absent ones (the ridge alone) b_j / penalty_j. Where a pivot is not positive (the
-    system singular to rounding) the system is built again, whole, and solved with partial
-    pivoting (`solve_sparse_in_place`; panelled, `solve_into`, from BLOCKED_MIN unknowns on).
-    Another order of sums and of elimination than `sparse_directions`': the steps differ in
-    their last bits. The plan's arrays are read at rows problems (`Plan`)."""
+    the absent ones (the ridge alone) b_j / penalty_j. unsolved[s] where a pivot is not
+    positive (the system singular to rounding): its step is left 0 for the caller to take
+    with pivoting (`layouts.Sparse.directions`: `sparse_directions`, compiled anyway for the
+    refits; eliminating with pivoting here too cost seconds more to compile). Another order
+    of sums and of elimination than `sparse_directions`': the steps differ in their last bits.
+    The plan's arrays are read at rows problems (`Plan`)."""
     S, d = grad.shape
-    delta, singular = np.zeros((S, d)), np.zeros(S, dtype=np.bool_)
+    delta = np.zeros((S, d))
+    singular, unsolved = np.zeros(S, dtype=np.bool_), np.zeros(S, dtype=np.bool_)
     buffer, rhs, y = np.empty(d * d), np.empty(d), np.empty(d)
     summed = np.empty(group.shape[1])
     for s in range(S):
@@ -261,20 +254,15 @@ def sparse_steps(
             summed[group[r, i]] += w[s, i]
         h = buffer[: k * k].reshape((k, k))
         system = (gptr[r, : u + 1], gcol[r], gval[r], summed[:u], unit, at, penalty, grad[s])
-        _reordered_system(*system, h, rhs[:k], False)
+        _reordered_system(*system, h, rhs[:k])
         if solve_symmetric_in_place(h, rhs[:k], y[:k]):
-            _reordered_system(*system, h, rhs[:k], True)
-            if k >= BLOCKED_MIN:
-                singular[s] = solve_into(h, rhs[:k], y[:k])
-            else:
-                singular[s] = solve_sparse_in_place(h, rhs[:k], y[:k])
-        if singular[s]:
+            unsolved[s] = True
             continue
         for a in range(k):
             delta[s, at[a]] = y[a]
         for a in range(k, d):
             delta[s, at[a]] = grad[s, at[a]] / penalty[at[a]]
-    return delta, singular
+    return delta, singular, unsolved
 
 
 @jit

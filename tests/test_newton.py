@@ -255,8 +255,8 @@ def test_sparsest_first_steps_are_the_reordered_systems_solved_bit_for_bit():
     no_intercept[::7, -1] = 0.0  # some rows without the last column
     for data in (X, no_intercept):
         plan, position, first = _sparsest_first(data, idx)
-        delta, singular = sparsest_first.sparse_steps(w, penalty, grad, True, *plan[:8])
-        assert not singular.any()
+        delta, singular, unsolved = sparsest_first.sparse_steps(w, penalty, grad, True, *plan[:8])
+        assert not singular.any() and not unsolved.any()
         order, present, group, groups = plan[1:5]
         hess = logistic_kernels.sparse_hessian(*Sparse.from_dense(data), idx, w, 13, True)
         for s in range(6):
@@ -284,16 +284,17 @@ def test_sparsest_first_steps_are_the_reordered_systems_solved_bit_for_bit():
     s = int(np.argmin(present))
     zero = penalty.copy()
     zero[order[s, -1]] = 0.0
-    _, singular = sparsest_first.sparse_steps(w, zero, grad, True, *plan[:8])
+    _, singular, _ = sparsest_first.sparse_steps(w, zero, grad, True, *plan[:8])
     assert singular[s]
     assert np.array_equal(singular, position[:, order[s, -1]] >= present)  # where it is absent
 
 
 def test_sparsest_first_steps_pivot_where_a_system_is_not_positive_definite():
     """Two unpenalised columns that are always equal make each system singular: the symmetric
-    elimination gives up, and the step is `solve_sparse_in_place`'s on the whole reordered
-    system (its bits, or singular as it says); the general values' path (not one-hot) solves
-    its systems too."""
+    elimination gives up (`sparse_steps` says so, unsolved, its step left 0), and the design's
+    step is `sparse_directions`' (elimination with pivoting), its bits, or the
+    pseudo-inverse's where that finds the system singular; the general values' path (not
+    one-hot) solves its systems too."""
     rng = np.random.default_rng(31)
     X = np.zeros((120, 9))
     X[np.arange(120), rng.integers(4, size=120)] = 1.0
@@ -304,20 +305,27 @@ def test_sparsest_first_steps_pivot_where_a_system_is_not_positive_definite():
     w, grad = rng.uniform(0.01, 0.25, size=(4, 50)), rng.normal(size=(4, 9))
     penalty = np.zeros(9)
     plan, _, first = _sparsest_first(X, idx)
-    delta, singular = sparsest_first.sparse_steps(w, penalty, grad, True, *plan[:8])
+    delta, singular, unsolved = sparsest_first.sparse_steps(w, penalty, grad, True, *plan[:8])
+    assert unsolved.all() and not singular.any() and not delta.any()
     for s in range(4):
         system, at = _grouped_system(X, idx, s, w, penalty, plan, first)
-        assert newton_solves.solve_symmetric_in_place(system.copy(), grad[s, at].copy(), at * 0.0)
-        x = np.zeros(at.size)
-        assert singular[s] == newton_solves.solve_sparse_in_place(system, grad[s, at].copy(), x)
-        if not singular[s]:
-            assert delta[s, at].tobytes() == x.tobytes()
+        assert newton_solves.solve_symmetric_in_place(system, grad[s, at].copy(), at * 0.0)
+    csr = Sparse.from_dense(X)
+    design = Sparse(csr, 9, idx, np.zeros((4, 50))).sparsest_first()
+    got = design.directions(w, penalty, grad)
+    pivoted, singular = logistic_kernels.sparse_directions(*csr, idx, w, penalty, grad, True)
+    hess = design.hessian(w) + np.diag(penalty)
+    for s in range(4):
+        if singular[s]:
+            np.testing.assert_allclose(got[s], np.linalg.pinv(hess[s]) @ grad[s])
+        else:
+            assert got[s].tobytes() == pivoted[s].tobytes()
     values = X * rng.choice([0.5, 2.0], size=X.shape)
     values[:, 4] = values[:, 0] * 3.0
     penalty = np.append(np.full(8, 1e-8), 0.0)
     plan, _, _ = _sparsest_first(values, idx, unit=False)
-    delta, singular = sparsest_first.sparse_steps(w, penalty, grad, False, *plan[:8])
-    assert not singular.any()
+    delta, singular, unsolved = sparsest_first.sparse_steps(w, penalty, grad, False, *plan[:8])
+    assert not singular.any() and not unsolved.any()
     hess = logistic_kernels.sparse_hessian(*Sparse.from_dense(values), idx, w, 9, False)
     for s in range(4):
         np.testing.assert_allclose(

@@ -124,34 +124,6 @@ def _rare_levels_hessian(rng: np.random.Generator, d: int, m: int) -> np.ndarray
     return (X.T * w) @ X + 1e-8 * np.eye(X.shape[1])
 
 
-@pytest.mark.parametrize("d, m", [(13, 5), (31, 40), (61, 200), (91, 30)])
-def test_the_sparse_elimination_is_the_unblocked_one_bit_for_bit(d, m):
-    """Updates applied to the pivot rows' nonzeros only (and their dense tails whole): the same
-    x, byte for byte, as `solve_unblocked`, on sparse, dense and rarest-first one-hot systems,
-    and the input left eliminated in place."""
-    rng = np.random.default_rng(d + m)
-    for A in [*_systems(d), _rare_levels_hessian(rng, d, m)]:
-        k = A.shape[0]
-        b = rng.normal(size=k)
-        x, unblocked = np.zeros(k), np.zeros(k)
-        assert not newton_solves.solve_unblocked(A, b, unblocked)
-        U, v = A.copy(), b.copy()
-        assert not newton_solves.solve_sparse_in_place(U, v, x)
-        assert x.tobytes() == unblocked.tobytes()
-        assert x.tobytes() == _textbook(A, b).tobytes()
-        _assert_solves(A, x, b)
-
-
-def test_the_sparse_elimination_reports_a_zero_pivot():
-    """A column of zeros: singular, x untouched, as `solve_unblocked`."""
-    rng = np.random.default_rng(4)
-    A = _rare_levels_hessian(rng, 31, 40)
-    A[:, 5] = 0.0
-    x = np.full(A.shape[0], 7.0)
-    assert newton_solves.solve_sparse_in_place(A, rng.normal(size=A.shape[0]), x)
-    assert (x == 7.0).all()
-
-
 def _textbook_symmetric(A: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Symmetric elimination without pivoting (LDL^T) in the upper triangle: at pivot k, each
     row i > k takes f = u_ki / u_kk (the pivot row's entry, by symmetry) and u_ij - f u_kj for
