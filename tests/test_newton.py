@@ -239,7 +239,7 @@ def test_sparsest_first_steps_are_the_reordered_systems_solved_bit_for_bit():
     row order; each problem's present columns ordered rarest first (the intercept, in every
     row, last; absent columns after them, `elimination_orders`); that Hessian of the groups +
     diag(penalty), reordered, gives the very bits summed straight in the reordered
-    coordinates (`reordered_groups`, with the intercept's column copied from the diagonal, and
+    coordinates (`group_nonzeros`, with the intercept's column copied from the diagonal, and
     without, where a row lacks the last column), and solved by `solve_symmetric_in_place`; an
     absent column's step is its gradient over its ridge, and the steps solve the full
     systems. An unpenalised absent column is singular (the caller's pseudo-inverse then)."""
