@@ -31,7 +31,7 @@ from genvdis import newton_solves, splits
 from genvdis.layouts import Sparse
 from genvdis.logistic import TINY_RIDGE
 from genvdis.logistic_kernels import sparse_directions, sparse_gradient, sparse_hessian
-from genvdis.sparsest_first import elimination_orders, row_groups, sparse_steps
+from genvdis.sparsest_first import plan, sparse_steps
 
 from _setup import load
 
@@ -74,10 +74,10 @@ def steps(path: str, m: int, count: int, repeat: int) -> str:
     penalty = np.append(np.full(d - 1, TINY_RIDGE), 0.0)
     w = np.random.default_rng(0).uniform(0.01, 0.25, idx.shape)  # Newton's weights' range
     grad = sparse_gradient(*csr, rows, y[idx] - 0.5, d)
-    plan = elimination_orders(csr[0], csr[1], rows, d) + row_groups(*csr, rows)
+    steps_plan = plan(csr, rows, d, True)
     kernels = {
         "sparse_directions": lambda: sparse_directions(*csr, rows, w, penalty, grad, True),
-        "sparse_steps": lambda: sparse_steps(*csr, rows, w, penalty, grad, True, *plan),
+        "sparse_steps": lambda: sparse_steps(w, penalty, grad, True, *steps_plan[:8]),
     }
     best, answers = dict.fromkeys(kernels, np.inf), {k: f()[0] for k, f in kernels.items()}
     for _ in range(repeat):

@@ -38,12 +38,7 @@ from genvdis.logistic_kernels import (
     sum_nll,
 )
 from genvdis.newton_solves import pseudo_inverse_steps
-from genvdis.sparsest_first import (
-    elimination_orders,
-    grouped_predictor,
-    row_groups,
-    sparse_steps,
-)
+from genvdis.sparsest_first import Plan, grouped_gradient, grouped_predictor, plan, sparse_steps
 
 # Gathered problems per group: larger groups share each iteration's fixed cost (Python between
 # the kernels) over more problems, smaller ones stay in cache; 4 MB of design measured fastest.
@@ -217,11 +212,11 @@ class Gathered(_Products):
 class Sparse(_Products):
     """Problem s fits rows idx[s] (m,) of a sparse X (n, d) held as CSR (indptr, indices,
     values, column indices ascending in each row); labels t[s] (m,). `orders`: None, or
-    `sparsest_first`'s elimination orders and groups of identical rows, per problem."""
+    a `sparsest_first.Plan` (elimination orders and groups of identical rows, per problem)."""
 
     def __init__(self, csr: tuple[np.ndarray, np.ndarray, np.ndarray], d: int,
                  idx: np.ndarray, t: np.ndarray, unit: bool | None = None,
-                 orders: tuple[np.ndarray, ...] | None = None) -> None:  # fmt: skip
+                 orders: Plan | None = None) -> None:  # fmt: skip
         self.csr, self.d, self.idx, self.t, self.orders = csr, d, idx, t, orders
         # every value 1 (one-hot data): the Hessian skips multiplying by them
         self.unit = bool((csr[2] == 1.0).all()) if unit is None else unit
@@ -253,13 +248,12 @@ class Sparse(_Products):
         return self.d
 
     def take(self, which: np.ndarray | slice) -> Sparse:
-        orders = None if self.orders is None else tuple(a[which] for a in self.orders)
+        orders = None if self.orders is None else self.orders.take(which)
         return Sparse(self.csr, self.d, self.idx[which], self.t[which], self.unit, orders)
 
     def sparsest_first(self) -> Sparse:
         """This design, its Newton steps eliminated sparsest first (`sparse_steps`)."""
-        orders = elimination_orders(self.csr[0], self.csr[1], self.idx, self.d)
-        orders += row_groups(*self.csr, self.idx)
+        orders = plan(self.csr, self.idx, self.d, self.unit)
         return Sparse(self.csr, self.d, self.idx, self.t, self.unit, orders)
 
     def labels(self, which: np.ndarray | None = None) -> np.ndarray:
@@ -267,8 +261,25 @@ class Sparse(_Products):
 
     def predictor(self, beta: np.ndarray) -> np.ndarray:
         if self.orders is not None:  # identical rows' predictors computed once
-            return grouped_predictor(*self.csr, *self.orders[3:], np.ascontiguousarray(beta))
+            o = self.orders
+            return grouped_predictor(
+                o.problems, o.group, o.groups, o.gptr, o.gidx, o.gvx, self.unit,
+                np.ascontiguousarray(beta),
+            )  # fmt: skip
         return sparse_predictor(*self.csr, self.idx, np.ascontiguousarray(beta))
+
+    def newton_step(
+        self, eta: np.ndarray, e: np.ndarray, beta: np.ndarray, penalty: np.ndarray
+    ) -> tuple[np.ndarray, ...]:
+        """`_Products.newton_step`; sparsest first, the weights and the gradient come from one
+        compiled pass over the groups of identical rows (`grouped_gradient`)."""
+        if self.orders is None:
+            return super().newton_step(eta, e, beta, penalty)
+        w, grad = grouped_gradient(
+            self.t, eta, e, np.ascontiguousarray(beta), penalty, self.unit, *self.orders[:8]
+        )
+        delta = self.directions(w, penalty, grad)
+        return (grad, delta, *self.advance(eta, delta))
 
     def gradient(self, residual: np.ndarray, which: np.ndarray | None = None) -> np.ndarray:
         idx = self.idx if which is None else self.idx[which]
@@ -279,15 +290,19 @@ class Sparse(_Products):
 
     def directions(self, w: np.ndarray, penalty: np.ndarray, grad: np.ndarray) -> np.ndarray:
         """Newton's steps H^-1 grad, H = X^T diag(w) X + diag(penalty), each built and solved
-        in one buffer (`logistic_kernels.sparse_directions`); the pseudo-inverse's where H is
-        numerically singular."""
+        in one buffer (`logistic_kernels.sparse_directions`; sparsest first, `sparse_steps`,
+        and `sparse_directions` where its symmetric elimination gives up); the
+        pseudo-inverse's where H is numerically singular."""
         w, grad = np.ascontiguousarray(w), np.ascontiguousarray(grad)
         if self.orders is None:
             delta, singular = sparse_directions(*self.csr, self.idx, w, penalty, grad, self.unit)
         else:
-            delta, singular = sparse_steps(
-                *self.csr, self.idx, w, penalty, grad, self.unit, *self.orders
-            )
+            delta, singular, unsolved = sparse_steps(w, penalty, grad, self.unit, *self.orders[:8])
+            if unsolved.any():  # not positive definite to rounding: elimination with pivoting
+                at = np.flatnonzero(unsolved)
+                delta[at], singular[at] = sparse_directions(
+                    *self.csr, self.idx[at], w[at], penalty, grad[at], self.unit
+                )
         if singular.any():
             at = np.flatnonzero(singular)
             hess = self.take(at).hessian(w[at]) + np.diag(penalty)

@@ -131,11 +131,11 @@ class LogisticRegression(LinearModel):
         m = 500-3000, 22-25 iterations a split against 16-17 from 0, and one of 100 splits at
         m = 2000 left unconverged after 100; docs/scaling.md). They start instead where the
         ridge stops the weights of attribute values seen in one class of the whole training
-        set (`quasi_start`), or from 0 where there is none."""
+        set (`quasi_start`), or from 0 where there is none: that start is computed in
+        `_fit_group`, from the design's rows copied out (read in order, not at random over the
+        data)."""
         m = idx.shape[1]
-        if shared.sparse is not None:
-            return self._pure_level_start(Z, y, idx, shared)
-        if m < 2 * WARM_ROWS:
+        if shared.sparse is not None or m < 2 * WARM_ROWS:
             return None
         sub = idx[:, :: m // WARM_ROWS]
         fit = self._newton(
@@ -147,16 +147,15 @@ class LogisticRegression(LinearModel):
         )
         return fit.beta
 
-    def _pure_level_start(
-        self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, shared: _Shared
-    ) -> np.ndarray | None:
-        """`quasi_start.pure_level_start` for one-hot data coded as the layout says; None
-        where no training set has a pure level (or Z is not the layout's coding)."""
+    def _pure_level_start(self, Z: np.ndarray, design: Sparse) -> np.ndarray | None:
+        """`quasi_start.pure_level_start` of a sparse design of one-hot data coded as the
+        layout says; None where no training set has a pure level (or Z is not the layout's
+        coding)."""
         groups = quasi_start.attribute_groups(self.layout)
         if Z.shape[1] != (groups[1][-1] if groups[1].size else self.layout.n_continuous):
             return None
         start = quasi_start.pure_level_start(
-            shared.sparse, idx, y[idx], groups, Z.shape[1] + 1, TINY_RIDGE
+            design.csr, design.idx, design.t, groups, design.width, TINY_RIDGE
         )
         return start if start.any() else None
 
@@ -175,7 +174,10 @@ class LogisticRegression(LinearModel):
     ) -> BatchFit:  # fmt: skip
         """Three steps: Newton (stopping early on separating iterates), the separability
         decision (`hyperplanes.decide`), the configured policy where separable."""
-        fit = self._first_fit(_design(Z, y, idx, shared), start, shared)
+        design = _design(Z, y, idx, shared)
+        if isinstance(design, Sparse) and start is None:
+            start = self._pure_level_start(Z, design)
+        fit = self._first_fit(design, start, shared)
         beta = fit.beta
         separable, start, from_lp = hyperplanes.decide(
             Z, y, idx, beta, fit.separating, fit.margin_bound, shared.row_norm

@@ -211,64 +211,159 @@ def test_fused_sparse_steps_are_the_hessians_solved_bit_for_bit():
     np.testing.assert_allclose(delta[0], np.linalg.pinv(hess[0]) @ grad[0])
 
 
+def _sparsest_first(X: np.ndarray, idx: np.ndarray, unit: bool = True) -> tuple:
+    """`layouts.Sparse.sparsest_first`'s plan for rows idx of X, with the elimination orders'
+    positions and the groups' first rows."""
+    csr = Sparse.from_dense(X)
+    _, position, _ = sparsest_first.elimination_orders(csr[0], csr[1], idx, X.shape[1])
+    _, first, _ = sparsest_first.row_groups(*csr, idx)
+    return sparsest_first.plan(csr, idx, X.shape[1], unit), position, first
+
+
+def _grouped_system(X, idx, s, w, penalty, plan, first):
+    """Problem s's Hessian + diag(penalty) summed over its groups of identical rows (each
+    group's weights added first, in row order; `logistic_kernels.sparse_hessian`'s sums),
+    reordered to its present unknowns in elimination order."""
+    csr = Sparse.from_dense(X)
+    u = plan.groups[s]
+    summed = np.zeros(u)
+    np.add.at(summed, plan.group[s], w[s])  # in row order
+    hess = logistic_kernels.sparse_hessian(*csr, first[None, s, :u], summed[None], X.shape[1], True)
+    at = plan.order[s, : plan.present[s]]
+    return (hess[0] + np.diag(penalty))[np.ix_(at, at)], at
+
+
 def test_sparsest_first_steps_are_the_reordered_systems_solved_bit_for_bit():
     """`sparsest_first.sparse_steps`: identical rows grouped (`row_groups`: as many groups as
     distinct rows, each row's group holding its very nonzeros), each group's weights summed in
     row order; each problem's present columns ordered rarest first (the intercept, in every
     row, last; absent columns after them, `elimination_orders`); that Hessian of the groups +
-    diag(penalty), reordered and solved by `solve_unblocked`, gives the very bits, an absent
-    column's step is its gradient over its ridge, and the steps solve the full systems. An
-    unpenalised absent column is singular (the caller's pseudo-inverse then)."""
+    diag(penalty), reordered, gives the very bits summed straight in the reordered
+    coordinates (`group_nonzeros`, with the intercept's column copied from the diagonal, and
+    without, where a row lacks the last column), and solved by `solve_symmetric_in_place`; an
+    absent column's step is its gradient over its ridge, and the steps solve the full
+    systems. An unpenalised absent column is singular (the caller's pseudo-inverse then)."""
     rng = np.random.default_rng(23)
     X = np.zeros((200, 13))
     X[np.arange(200), rng.choice(6, p=[0.5, 0.3, 0.1, 0.05, 0.03, 0.02], size=200)] = 1.0
     X[np.arange(200), 6 + rng.choice(6, p=[0.7, 0.2, 0.05, 0.03, 0.02, 0.0], size=200)] = 1.0
     X[:, -1] = 1.0
-    csr = Sparse.from_dense(X)
     idx = np.stack([np.sort(rng.choice(200, 40, replace=False)) for _ in range(6)])
     w, grad = rng.uniform(0.01, 0.25, size=(6, 40)), rng.normal(size=(6, 13))
     penalty = np.append(np.full(12, 1e-8), 0.0)
-    orders = sparsest_first.elimination_orders(csr[0], csr[1], idx, 13)
-    groups = sparsest_first.row_groups(*csr, idx)
-    delta, singular = sparsest_first.sparse_steps(
-        *csr, idx, w, penalty, grad, True, *orders, *groups
-    )
-    assert not singular.any()
-    order, position, present = orders
-    hess = logistic_kernels.sparse_hessian(*csr, idx, w, 13, True) + np.diag(penalty)
-    for s in range(6):
-        group, first, u = groups[0][s], groups[1][s], groups[2][s]
-        assert u == len(np.unique(X[idx[s]], axis=0)) < 40
-        assert np.array_equal(X[first[group]], X[idx[s]])
-        summed = np.zeros(u)
-        np.add.at(summed, group, w[s])  # in row order
-        grouped = logistic_kernels.sparse_hessian(*csr, first[None, :u], summed[None], 13, True)
-        grouped = grouped[0] + np.diag(penalty)
-        counts = X[idx[s]].sum(axis=0)
-        k = present[s]
-        assert k == np.count_nonzero(counts) and order[s, k - 1] == 12
-        assert np.all(np.diff(counts[order[s, :k]]) >= 0) and np.all(counts[order[s, k:]] == 0)
-        assert np.all(position[s, order[s]] == np.arange(13))
-        at = order[s, :k]
-        x = np.zeros(k)
-        assert not newton_solves.solve_unblocked(grouped[np.ix_(at, at)], grad[s, at], x)
-        assert delta[s, at].tobytes() == x.tobytes()
-        absent = order[s, k:]
-        assert delta[s, absent].tobytes() == (grad[s, absent] / penalty[absent]).tobytes()
-        np.testing.assert_allclose(hess[s] @ delta[s], grad[s], rtol=1e-6, atol=1e-9)
+    no_intercept = X.copy()
+    no_intercept[::7, -1] = 0.0  # some rows without the last column
+    for data in (X, no_intercept):
+        plan, position, first = _sparsest_first(data, idx)
+        delta, singular, unsolved = sparsest_first.sparse_steps(w, penalty, grad, True, *plan[:8])
+        assert not singular.any() and not unsolved.any()
+        order, present, group, groups = plan[1:5]
+        hess = logistic_kernels.sparse_hessian(*Sparse.from_dense(data), idx, w, 13, True)
+        for s in range(6):
+            u = groups[s]
+            assert u == len(np.unique(data[idx[s]], axis=0)) < 40
+            assert np.array_equal(data[first[s, group[s]]], data[idx[s]])
+            counts = data[idx[s]].sum(axis=0)
+            k = present[s]
+            assert k == np.count_nonzero(counts)
+            assert data is not X or order[s, k - 1] == 12  # in every row: the intercept last
+            assert np.all(np.diff(counts[order[s, :k]]) >= 0) and np.all(counts[order[s, k:]] == 0)
+            assert np.all(position[s, order[s]] == np.arange(13))
+            system, at = _grouped_system(data, idx, s, w, penalty, plan, first)
+            x = np.zeros(k)
+            assert not newton_solves.solve_symmetric_in_place(system, grad[s, at].copy(), x)
+            assert delta[s, at].tobytes() == x.tobytes()
+            absent = order[s, k:]
+            assert delta[s, absent].tobytes() == (grad[s, absent] / penalty[absent]).tobytes()
+            np.testing.assert_allclose(
+                (hess[s] + np.diag(penalty)) @ delta[s], grad[s], rtol=1e-6, atol=1e-9
+            )
+    plan, position, _ = _sparsest_first(X, idx)
+    order, present = plan.order, plan.present
     assert present.min() < 13  # some problem has an absent column
     s = int(np.argmin(present))
     zero = penalty.copy()
     zero[order[s, -1]] = 0.0
-    _, singular = sparsest_first.sparse_steps(*csr, idx, w, zero, grad, True, *orders, *groups)
+    _, singular, _ = sparsest_first.sparse_steps(w, zero, grad, True, *plan[:8])
     assert singular[s]
     assert np.array_equal(singular, position[:, order[s, -1]] >= present)  # where it is absent
 
 
+def test_sparsest_first_steps_pivot_where_a_system_is_not_positive_definite():
+    """Two unpenalised columns that are always equal make each system singular: the symmetric
+    elimination gives up (`sparse_steps` says so, unsolved, its step left 0), and the design's
+    step is `sparse_directions`' (elimination with pivoting), its bits, or the
+    pseudo-inverse's where that finds the system singular; the general values' path (not
+    one-hot) solves its systems too."""
+    rng = np.random.default_rng(31)
+    X = np.zeros((120, 9))
+    X[np.arange(120), rng.integers(4, size=120)] = 1.0
+    X[:, 4] = X[:, 0]  # column 4 is column 0
+    X[np.arange(120), 5 + rng.integers(3, size=120)] = 1.0
+    X[:, -1] = 1.0
+    idx = np.stack([np.sort(rng.choice(120, 50, replace=False)) for _ in range(4)])
+    w, grad = rng.uniform(0.01, 0.25, size=(4, 50)), rng.normal(size=(4, 9))
+    penalty = np.zeros(9)
+    plan, _, first = _sparsest_first(X, idx)
+    delta, singular, unsolved = sparsest_first.sparse_steps(w, penalty, grad, True, *plan[:8])
+    assert unsolved.all() and not singular.any() and not delta.any()
+    for s in range(4):
+        system, at = _grouped_system(X, idx, s, w, penalty, plan, first)
+        assert newton_solves.solve_symmetric_in_place(system, grad[s, at].copy(), at * 0.0)
+    csr = Sparse.from_dense(X)
+    design = Sparse(csr, 9, idx, np.zeros((4, 50))).sparsest_first()
+    got = design.directions(w, penalty, grad)
+    pivoted, singular = logistic_kernels.sparse_directions(*csr, idx, w, penalty, grad, True)
+    hess = design.hessian(w) + np.diag(penalty)
+    for s in range(4):
+        if singular[s]:
+            np.testing.assert_allclose(got[s], np.linalg.pinv(hess[s]) @ grad[s])
+        else:
+            assert got[s].tobytes() == pivoted[s].tobytes()
+    values = X * rng.choice([0.5, 2.0], size=X.shape)
+    values[:, 4] = values[:, 0] * 3.0
+    penalty = np.append(np.full(8, 1e-8), 0.0)
+    plan, _, _ = _sparsest_first(values, idx, unit=False)
+    delta, singular, unsolved = sparsest_first.sparse_steps(w, penalty, grad, False, *plan[:8])
+    assert not singular.any() and not unsolved.any()
+    hess = logistic_kernels.sparse_hessian(*Sparse.from_dense(values), idx, w, 9, False)
+    for s in range(4):
+        np.testing.assert_allclose(
+            (hess[s] + np.diag(penalty)) @ delta[s], grad[s], rtol=1e-6, atol=1e-8
+        )
+
+
+def test_grouped_gradients_are_the_rows_gradients():
+    """`sparsest_first.grouped_gradient`: Newton's weights p (1 - p) the very bits of
+    `_Products.newton_step`'s, and the penalised gradient X^T (t - p) - penalty beta summed
+    over groups of identical rows equal to `sparse_gradient`'s over every row (to rounding),
+    for one-hot and for general values; an absent column's, -penalty beta, exactly."""
+    rng = np.random.default_rng(37)
+    X = np.zeros((150, 10))
+    X[np.arange(150), rng.integers(4, size=150)] = 1.0
+    X[np.arange(150), 4 + rng.choice(5, p=[0.6, 0.3, 0.1, 0.0, 0.0], size=150)] = 1.0
+    X[:, -1] = 1.0
+    idx = np.stack([np.sort(rng.choice(150, 60, replace=False)) for _ in range(5)])
+    t = rng.integers(2, size=idx.shape).astype(float)
+    eta = rng.normal(scale=5.0, size=idx.shape)
+    e, beta = np.exp(-np.abs(eta)), rng.normal(size=(5, 10))
+    penalty = np.append(np.full(9, 1e-2), 0.0)
+    for data, unit in ((X, True), (X * rng.choice([0.5, 3.0], size=X.shape), False)):
+        plan, _, _ = _sparsest_first(data, idx, unit)
+        w, grad = sparsest_first.grouped_gradient(t, eta, e, beta, penalty, unit, *plan[:8])
+        p = np.where(eta >= 0, 1.0, e) / (1.0 + e)
+        assert w.tobytes() == (p * (1.0 - p)).tobytes()
+        rows = logistic_kernels.sparse_gradient(*Sparse.from_dense(data), idx, t - p, 10)
+        np.testing.assert_allclose(grad, rows - penalty * beta, rtol=1e-12, atol=1e-12)
+        absent = np.flatnonzero(data[idx[0]].sum(axis=0) == 0)
+        assert absent.size and (grad[0, absent] == -penalty[absent] * beta[0, absent]).all()
+
+
 def test_grouped_predictors_are_the_rows_own_bit_for_bit():
-    """`sparsest_first.grouped_predictor`, X beta once a group of identical rows: the bits of
-    `sparse_predictor`, for one-hot and for general values (rows equal only where their values
-    are), with as many groups as distinct rows."""
+    """`sparsest_first.grouped_predictor`, X beta once a group of identical rows from its
+    nonzeros held contiguous (`group_nonzeros`): the bits of `sparse_predictor`, for one-hot
+    and for general values (rows equal only where their values are), with as many groups as
+    distinct rows."""
     rng = np.random.default_rng(29)
     X = np.zeros((150, 9))
     X[np.arange(150), rng.integers(4, size=150)] = 1.0
@@ -276,9 +371,37 @@ def test_grouped_predictors_are_the_rows_own_bit_for_bit():
     X[:, -1] = 1.0
     idx = rng.integers(150, size=(4, 60))
     beta = rng.normal(size=(4, 9))
-    for values in (X, X * rng.choice([1.0, 2.5], size=X.shape)):
+    for values, unit in ((X, True), (X * rng.choice([1.0, 2.5], size=X.shape), False)):
         csr = Sparse.from_dense(values)
-        group, first, groups = sparsest_first.row_groups(*csr, idx)
-        assert np.all(groups == [len(np.unique(values[row], axis=0)) for row in idx])
-        got = sparsest_first.grouped_predictor(*csr, group, first, groups, beta)
+        plan = sparsest_first.plan(csr, idx, 9, unit)
+        assert np.all(plan.groups == [len(np.unique(values[row], axis=0)) for row in idx])
+        got = sparsest_first.grouped_predictor(
+            plan.problems, plan.group, plan.groups, plan.gptr, plan.gidx, plan.gvx, unit, beta
+        )
         assert got.tobytes() == logistic_kernels.sparse_predictor(*csr, idx, beta).tobytes()
+
+
+def test_a_sparsest_first_designs_problems_taken_keep_their_bits():
+    """`Sparse.take` on a sparsest-first design keeps the plan's arrays and narrows the rows it
+    reads (`sparsest_first.Plan.problems`): the problems taken get the very predictors, weights,
+    gradients and steps they get among all."""
+    rng = np.random.default_rng(41)
+    X = np.zeros((150, 10))
+    X[np.arange(150), rng.integers(4, size=150)] = 1.0
+    X[np.arange(150), 4 + rng.integers(5, size=150)] = 1.0
+    X[:, -1] = 1.0
+    idx = np.stack([np.sort(rng.choice(150, 60, replace=False)) for _ in range(6)])
+    t = rng.integers(2, size=idx.shape).astype(float)
+    design = Sparse.gather(Sparse.from_dense(X), 10, idx, t).sparsest_first()
+    beta = rng.normal(size=(6, 10))
+    penalty = np.append(np.full(9, 1e-8), 0.0)
+    eta = design.predictor(beta)
+    e = np.exp(-np.abs(eta))
+    every = design.newton_step(eta, e, beta, penalty)
+    which = np.array([4, 1, 5])
+    taken = design.take(which)
+    assert taken.orders.gcol is design.orders.gcol  # no copy
+    assert taken.predictor(beta[which]).tobytes() == eta[which].tobytes()
+    some = taken.newton_step(eta[which], e[which], beta[which], penalty)
+    for a, b in zip(every, some, strict=True):
+        assert a[which].tobytes() == b.tobytes()

@@ -17,6 +17,18 @@ def _minus_product(c: float, a: float, b: float) -> float:
     return float(Fraction(c) - Fraction(a) * Fraction(b))
 
 
+def _back_substitution(U: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """x with U x = v (U's upper triangle), from the last unknown up, each update rounded once."""
+    d = v.size
+    x = np.zeros(d)
+    for k in range(d - 1, -1, -1):
+        total = v[k]
+        for j in range(k + 1, d):
+            total = _minus_product(total, U[k, j], x[j])
+        x[k] = total / U[k, k]
+    return x
+
+
 def _textbook(A: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Gaussian elimination with partial pivoting, one pivot at a time, each update
     u_ij - f u_kj (and the right-hand side's, and the back-substitution's) rounded once."""
@@ -31,13 +43,7 @@ def _textbook(A: np.ndarray, b: np.ndarray) -> np.ndarray:
                 for j in range(k + 1, d):
                     U[i, j] = _minus_product(U[i, j], f, U[k, j])
             v[i] = _minus_product(v[i], f, v[k])
-    x = np.zeros(d)
-    for k in range(d - 1, -1, -1):
-        total = v[k]
-        for j in range(k + 1, d):
-            total = _minus_product(total, U[k, j], x[j])
-        x[k] = total / U[k, k]
-    return x
+    return _back_substitution(U, v)
 
 
 def _one_hot_hessian(rng: np.random.Generator, d: int, m: int, levels: int = 4) -> np.ndarray:
@@ -118,29 +124,71 @@ def _rare_levels_hessian(rng: np.random.Generator, d: int, m: int) -> np.ndarray
     return (X.T * w) @ X + 1e-8 * np.eye(X.shape[1])
 
 
+def _textbook_symmetric(A: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Symmetric elimination without pivoting (LDL^T) in the upper triangle: at pivot k, each
+    row i > k takes f = u_ki / u_kk (the pivot row's entry, by symmetry) and u_ij - f u_kj for
+    j >= i; every update, the right-hand side's and the back-substitution's rounded once."""
+    U, v = A.copy(), b.copy()
+    d = b.size
+    for k in range(d):
+        for i in range(k + 1, d):
+            f = U[k, i] / U[k, k]
+            if f != 0.0:
+                for j in range(i, d):
+                    U[i, j] = _minus_product(U[i, j], f, U[k, j])
+                v[i] = _minus_product(v[i], f, v[k])
+    return _back_substitution(U, v)
+
+
 @pytest.mark.parametrize("d, m", [(13, 5), (31, 40), (61, 200), (91, 30)])
-def test_the_sparse_elimination_is_the_unblocked_one_bit_for_bit(d, m):
-    """Updates applied to the pivot rows' nonzeros only (and their dense tails whole): the same
-    x, byte for byte, as `solve_unblocked`, on sparse, dense and rarest-first one-hot systems,
-    and the input left eliminated in place."""
-    rng = np.random.default_rng(d + m)
-    for A in [*_systems(d), _rare_levels_hessian(rng, d, m)]:
+def test_the_symmetric_elimination_is_the_textbook_ldlt_bit_for_bit(d, m):
+    """`solve_symmetric_in_place` on ridge-penalised one-hot Hessians (rarest first, as
+    Newton's sparsest-first steps give it) and on a dense positive definite matrix: byte for
+    byte the textbook LDL^T with fused updates, whatever the lower triangle holds (it reads
+    the upper one only), and a solution of the system."""
+    rng = np.random.default_rng(d * m)
+    B = rng.normal(size=(d, d))
+    for A in [_rare_levels_hessian(rng, d, m), _one_hot_hessian(rng, d, m), B @ B.T]:
         k = A.shape[0]
         b = rng.normal(size=k)
-        x, unblocked = np.zeros(k), np.zeros(k)
-        assert not newton_solves.solve_unblocked(A, b, unblocked)
-        U, v = A.copy(), b.copy()
-        assert not newton_solves.solve_sparse_in_place(U, v, x)
-        assert x.tobytes() == unblocked.tobytes()
-        assert x.tobytes() == _textbook(A, b).tobytes()
+        U, x = np.triu(A) + np.tril(rng.normal(size=A.shape), -1), np.zeros(k)
+        assert not newton_solves.solve_symmetric_in_place(U, b.copy(), x)
+        assert x.tobytes() == _textbook_symmetric(A, b).tobytes()
         _assert_solves(A, x, b)
 
 
-def test_the_sparse_elimination_reports_a_zero_pivot():
-    """A column of zeros: singular, x untouched, as `solve_unblocked`."""
-    rng = np.random.default_rng(4)
+def test_the_symmetric_elimination_gives_up_on_a_pivot_that_is_not_positive():
+    """A matrix that is not positive definite (a negative or a zero pivot, or NaN): True, x
+    untouched, for the caller to solve it with pivoting instead."""
+    rng = np.random.default_rng(5)
     A = _rare_levels_hessian(rng, 31, 40)
-    A[:, 5] = 0.0
-    x = np.full(A.shape[0], 7.0)
-    assert newton_solves.solve_sparse_in_place(A, rng.normal(size=A.shape[0]), x)
-    assert (x == 7.0).all()
+    indefinite = A.copy()
+    indefinite[7, 7] = -indefinite[7, 7]
+    twin = A.copy()  # two unpenalised unknowns always together: singular
+    twin[:, 0], twin[0] = twin[:, 1], twin[1]
+    nan = A.copy()
+    nan[3, 3] = np.nan
+    for U in (indefinite, twin, nan):
+        x = np.full(A.shape[0], 7.0)
+        assert newton_solves.solve_symmetric_in_place(U, rng.normal(size=A.shape[0]), x)
+        assert (x == 7.0).all()
+
+
+def test_a_rows_sparse_head_and_dense_tail_are_as_defined():
+    """`_sparse_head`: the tail begins at the smallest j whose end row[j:] is at least
+    DENSE_TAIL nonzero (the row's end if none), and the head lists the nonzero columns from
+    `start` to it, ascending; on rows of every density, and on all-zero and all-nonzero ones."""
+    rng = np.random.default_rng(6)
+    rows = [rng.normal(size=40) * (rng.uniform(size=40) < p) for p in (0.05, 0.3, 0.6, 0.9)]
+    rows += [np.zeros(40), np.ones(40)]
+    for row in rows:
+        for start in (0, 1, 17, 39, 40):
+            cols = np.full(40, -1)
+            n, tail = newton_solves._sparse_head(row, start, cols)
+            full = [
+                j for j in range(start, 40)
+                if np.count_nonzero(row[j:]) >= newton_solves.DENSE_TAIL * (40 - j)
+            ]  # fmt: skip
+            assert tail == (min(full) if full else 40)
+            head = [j for j in range(start, tail) if row[j] != 0.0]
+            assert n == len(head) and list(cols[:n]) == head

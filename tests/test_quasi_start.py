@@ -45,7 +45,7 @@ def _training_sets(seed: int, m: int, S: int):
     rng = np.random.default_rng(seed + 1)
     idx = np.stack([np.sort(rng.choice(len(y), m, replace=False)) for _ in range(S)])
     model, shared = LogisticRegression(LAYOUT), _sparse(Z)
-    return Z, y, idx, model, shared, model._pure_level_start(Z, y, idx, shared)
+    return Z, y, idx, model, shared, model._pure_level_start(Z, _design(Z, y, idx, shared))
 
 
 def test_the_ridge_stops_a_pure_level_where_its_loss_decay_meets_the_ridge():
@@ -86,7 +86,7 @@ def test_no_pure_level_no_start():
     model = LogisticRegression(LAYOUT)
     idx = np.arange(300)[None, :]
     shared = _sparse(Z)
-    assert model._pure_level_start(Z, y, idx, shared) is None
+    assert model._pure_level_start(Z, _design(Z, y, idx, shared)) is None
 
 
 def _iterations(monkeypatch) -> list[int]:
