@@ -18,6 +18,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from genvdis import kernelcache  # noqa: F401  (first: numba's cache folder, see there)
+
 # Multiply-adds fused (LLVM's contract, no other fast-math): a_ij - f u_kj rounds once. The
 # eliminations always ran so (they were compiled as callees of `gathered_step`'s fused loops),
 # and every result file is made of their bits; panelled or not, each update fuses alike. Both

@@ -16,6 +16,8 @@ from collections.abc import Iterable
 import numba
 import numpy as np
 
+from genvdis import kernelcache  # noqa: F401  (first: numba's cache folder, see there)
+
 GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 MIX2 = np.uint64(0x94D049BB133111EB)

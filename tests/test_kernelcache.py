@@ -1,0 +1,101 @@
+"""numba's cache of genvdis's kernels lives in a folder named after every kernel module's
+source, so that a kernel is never run with a cached copy of the old code of a callee in
+another module (numba checks only the caller's own file)."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import pkgutil
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numba
+from numba.core.dispatcher import Dispatcher
+
+import genvdis
+from genvdis import kernelcache
+
+CHECK = """
+import sys, numba
+from numba.core.dispatcher import Dispatcher
+import importlib
+module = importlib.import_module(sys.argv[1])  # first, in a fresh process
+where = numba.config.CACHE_DIR
+assert "genvdis-numba-" in where, where
+for value in vars(module).values():
+    if isinstance(value, Dispatcher) and value._cache.cache_path:
+        assert value._cache.cache_path.startswith(where), (value, value._cache.cache_path)
+print(where)
+"""
+
+
+def _modules_with_kernels() -> set[str]:
+    found = set()
+    for info in pkgutil.iter_modules(genvdis.__path__):
+        if info.name == "__main__":  # runs the CLI
+            continue
+        module = importlib.import_module(f"genvdis.{info.name}")
+        for value in vars(module).values():
+            if isinstance(value, Dispatcher) and value.py_func.__module__ == module.__name__:
+                found.add(info.name)
+    return found
+
+
+def test_the_stamp_lists_every_module_that_defines_a_kernel():
+    assert set(kernelcache.KERNEL_MODULES) == _modules_with_kernels()
+
+
+def test_every_kernel_caches_in_the_stamped_folder_whatever_is_imported_first():
+    processes = {
+        name: subprocess.Popen(
+            [sys.executable, "-c", CHECK, f"genvdis.{name}"], stdout=subprocess.PIPE, text=True
+        )
+        for name in kernelcache.KERNEL_MODULES
+    }
+    for name, process in processes.items():
+        out, _ = process.communicate()
+        assert process.returncode == 0, name
+        assert out.strip() == str(kernelcache.CACHE_DIR), name
+    assert numba.config.CACHE_DIR == str(kernelcache.CACHE_DIR)
+
+
+def _cache_dir(package_parent: Path, env: dict[str, str]) -> str:
+    code = "import genvdis.streams, numba; print(numba.config.CACHE_DIR)"
+    env = {**env, "PYTHONPATH": str(package_parent)}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          cwd=package_parent)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_a_changed_callee_module_gets_a_fresh_cache(tmp_path):
+    """The failure this prevents: change newton_solves.py alone (as a `git pull` may), and
+    numba's own cache would run sparsest_first's cached steps with the old elimination."""
+    copy = tmp_path / "src"
+    shutil.copytree(Path(genvdis.__file__).parent, copy / "genvdis",
+                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    before = _cache_dir(copy, env)
+    assert before.startswith(str(copy / "genvdis" / "__pycache__" / kernelcache.PREFIX))
+    assert _cache_dir(copy, env) == before  # unchanged sources: the same cache
+    with open(copy / "genvdis" / "newton_solves.py", "a", encoding="utf-8") as source:
+        source.write("\n# changed\n")
+    after = _cache_dir(copy, env)
+    assert after != before and Path(after).parent == Path(before).parent
+    env["NUMBA_CACHE_DIR"] = str(tmp_path / "mine")
+    assert Path(_cache_dir(copy, env)).parent == tmp_path / "mine"
+
+
+def test_old_stamps_folders_are_removed_after_a_day_and_recent_ones_kept(tmp_path):
+    old, recent, keep = (tmp_path / f"{kernelcache.PREFIX}{n}" for n in ("old", "new", "this"))
+    for folder in (old, recent, keep):
+        folder.mkdir()
+    day_ago = old.stat().st_mtime - kernelcache.KEEP_SECONDS - 60
+    os.utime(old, (day_ago, day_ago))
+    os.utime(keep, (day_ago, day_ago))
+    (tmp_path / "other").mkdir()
+    kernelcache._prune(tmp_path, keep)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["other", recent.name, keep.name])
