@@ -45,25 +45,36 @@ def _class_means(
 
 
 def class_sums(
-    Z: np.ndarray, y: np.ndarray, idx: np.ndarray, p: int, K: int = 2
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    Z: np.ndarray, y: np.ndarray, idx: np.ndarray, p: int, K: int = 2,
+    csr: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
     """Naive Bayes' sufficient statistics for each split, in one pass over its training rows
     (labels 0..K-1): class counts (S, K), per-class column sums (S, K, D) and sums of squares
     of the p continuous columns (S, K, p). Continuous values are measured from the split's first
     training row: a feature constant in the split is then exactly 0, so its weight is exactly
     0, not a rounding error in the means divided by the tiny variance floor.
 
-    The one-hot columns are read from their nonzeros (CSR, one pass over Z to build) when
-    they are mostly zeros and the splits read more rows than Z has: reading each training row
-    whole was most of naive Bayes' time on adult (discrete). Skipping a zero skips adding it,
-    which is exact: the sums are the same bits either way."""
-    if Z.shape[1] > p and idx.size >= 2 * Z.shape[0]:
-        if np.count_nonzero(Z[:, p:]) <= SPARSE_SUMS * Z[:, p:].size:
-            return _class_sums(Z, y, idx, p, K, *dense_csr(Z, False))
-    empty = np.empty(0, dtype=np.int64)
-    return _class_sums(Z, y, idx, p, K, empty, empty, np.empty(0))
+    The one-hot columns are read from their nonzeros (`one_hot_csr`, given as `csr` by a
+    caller that keeps it for the run, else built here) when they are mostly zeros and the
+    splits read more rows than Z has: reading each training row whole was most of naive Bayes'
+    time on adult (discrete). Skipping a zero skips adding it, which is exact: the sums are the
+    same bits either way."""
+    if idx.size >= 2 * Z.shape[0]:
+        csr = one_hot_csr(Z, p) if csr is None else csr
+    else:
+        csr = _NO_CSR
+    return _class_sums(Z, y, idx, p, K, *csr)
 
 
+def one_hot_csr(Z: np.ndarray, p: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Z's CSR arrays where its one-hot part (columns p on) is mostly zeros (SPARSE_SUMS),
+    else empty ones (`class_sums` then reads the rows whole). A function of Z alone."""
+    if Z.shape[1] > p and np.count_nonzero(Z[:, p:]) <= SPARSE_SUMS * Z[:, p:].size:
+        return dense_csr(Z, False)
+    return _NO_CSR
+
+
+_NO_CSR = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), np.empty(0))
 SPARSE_SUMS = 0.3  # the one-hot part's share of nonzeros below which its CSR is read
 
 
@@ -107,9 +118,24 @@ class NaiveBayes(LinearModel):
     discrete attributes. Both give log-odds linear in the one-hot data."""
 
     name = "naive_bayes"
+    shares = "naive_bayes"  # the data's one-hot CSR, built once a run (`shared`)
 
     def _group_size(self, Z: np.ndarray, idx: np.ndarray) -> int:
         return idx.shape[0]  # one compiled pass over the rows: no tensor to keep in cache
+
+    def shared(self, Z: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, ...]:
+        """What every batch reads, a function of Z alone: its one-hot CSR (`one_hot_csr`),
+        which the engine builds once a run (`LinearModel.shares`) instead of once a block."""
+        return one_hot_csr(Z, self.layout.n_continuous)
+
+    def fit_batch(
+        self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray | None = None,
+        *, shared: tuple[np.ndarray, ...] | None = None,
+    ) -> BatchFit:  # fmt: skip
+        """`LinearModel.fit_batch`; `shared`: `self.shared(Z, y)` if the caller keeps it."""
+        if keys is None:
+            keys = np.zeros(idx.shape[0], dtype=np.uint64)
+        return self._in_groups(Z, y, idx, keys, size=self._group_size(Z, idx), csr=shared)
 
     def __init__(
         self,
@@ -122,10 +148,11 @@ class NaiveBayes(LinearModel):
         self.laplace, self.var_smoothing = params["laplace"], params["var_smoothing"]
 
     def _fit_group(
-        self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray
-    ) -> BatchFit:
+        self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray,
+        csr: tuple[np.ndarray, ...] | None = None,
+    ) -> BatchFit:  # fmt: skip
         p = self.layout.n_continuous
-        counts, sums, squares = class_sums(Z, y.astype(np.int64), idx, p)
+        counts, sums, squares = class_sums(Z, y.astype(np.int64), idx, p, csr=csr)
         n0, n1 = counts[:, 0], counts[:, 1]
         coef = np.zeros((idx.shape[0], Z.shape[1]))
         intercept = np.zeros(idx.shape[0])

@@ -63,10 +63,11 @@ class MultiNaiveBayes(MultiModel, NaiveBayes):
     attributes, as in the binary model (whose parameters and checks it shares)."""
 
     def _fit_group(
-        self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray
-    ) -> BatchFit:
+        self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray,
+        csr: tuple[np.ndarray, ...] | None = None,
+    ) -> BatchFit:  # fmt: skip
         p, K = self.layout.n_continuous, n_classes(y)
-        counts, sums, squares = class_sums(Z, y.astype(np.int64), idx, p, K)
+        counts, sums, squares = class_sums(Z, y.astype(np.int64), idx, p, K, csr)
         coef = np.zeros((idx.shape[0], K, Z.shape[1]))
         intercept = np.zeros((idx.shape[0], K))
         if p:

@@ -394,6 +394,36 @@ def test_the_engine_builds_what_batches_share_once_a_run_to_the_same_fits(coding
     assert frame["separable"].any()  # m = 10: the proofs' row-norm bound was used
 
 
+def test_naive_bayes_one_hot_csr_is_built_once_a_run_to_the_same_errors(monkeypatch):
+    """Naive Bayes declares `shares`: the engine builds the data's one-hot CSR on a run's first
+    block (`NaiveBayes.shared`) and every later block reads it, where it was built once a
+    block; every block's errors are those of a block given fresh data, binary and K-class."""
+    import dataclasses
+
+    from genvdis import models
+    from genvdis.engine import Protocol, run_block
+    from genvdis.multiclass import MultiNaiveBayes
+    from genvdis.scoring import EncodedData
+
+    built = []
+    real = models.dense_csr
+    monkeypatch.setattr(models, "dense_csr", lambda *a: built.append(1) or real(*a))
+    rng = np.random.default_rng(22)
+    layout = FeatureLayout(0, (5,) * 6)
+    X = _discrete(rng, 120, layout.levels)
+    for model, y in ((NaiveBayes(layout), rng.integers(0, 2, 120)),
+                     (MultiNaiveBayes(layout), rng.integers(0, 3, 120))):  # fmt: skip
+        data, protocol = EncodedData.encode(X, y, layout), Protocol(3, "stratified", "rest")
+        built.clear()
+        for m, block in ((60, range(0, 8)), (80, range(8, 14)), (60, range(14, 20))):
+            frame = run_block(data, [model], m, block, protocol)
+            fresh = dataclasses.replace(data)  # nothing derived yet: builds its own
+            assert frame.equals(run_block(fresh, [model], m, block, protocol))
+        assert len(built) == 1 + 3  # once for the run's three blocks, once for each fresh copy
+        assert list(data.derived) == [("naive_bayes", False)]
+        assert data.derived["naive_bayes", False][0].size == len(y) + 1  # the CSR, not empty
+
+
 def test_threads_sharing_one_model_fit_as_it_does_alone():
     """The threading backend shares model objects between threads: one LogisticRegression
     fitting sparse-layout and gathered-layout batches in several threads at once gives each
