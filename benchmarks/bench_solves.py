@@ -77,7 +77,7 @@ def steps(path: str, m: int, count: int, repeat: int) -> str:
     steps_plan = plan(csr, rows, d, True)
     kernels = {
         "sparse_directions": lambda: sparse_directions(*csr, rows, w, penalty, grad, True),
-        "sparse_steps": lambda: sparse_steps(w, penalty, grad, True, *steps_plan[:8]),
+        "sparse_steps": lambda: sparse_steps(w, penalty, grad, True, *steps_plan.for_steps),
     }
     best, answers = dict.fromkeys(kernels, np.inf), {k: f()[0] for k, f in kernels.items()}
     for _ in range(repeat):

@@ -35,11 +35,11 @@ KEEP_SECONDS = 24 * 3600  # other stamps' folders unused for longer are removed
 PACKAGE = Path(__file__).resolve().parent
 
 
-def stamp(folder: Path = PACKAGE, modules: tuple[str, ...] = KERNEL_MODULES) -> str:
+def stamp() -> str:
     """A digest of the kernel modules' sizes and modification times."""
     digest = hashlib.sha256()
-    for name in modules:
-        status = (folder / f"{name}.py").stat()
+    for name in KERNEL_MODULES:
+        status = (PACKAGE / f"{name}.py").stat()
         digest.update(f"{name} {status.st_size} {status.st_mtime_ns}\n".encode())
     return digest.hexdigest()[:16]
 

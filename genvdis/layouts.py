@@ -276,7 +276,7 @@ class Sparse(_Products):
         if self.orders is None:
             return super().newton_step(eta, e, beta, penalty)
         w, grad = grouped_gradient(
-            self.t, eta, e, np.ascontiguousarray(beta), penalty, self.unit, *self.orders[:8]
+            self.t, eta, e, np.ascontiguousarray(beta), penalty, self.unit, *self.orders.for_steps
         )
         delta = self.directions(w, penalty, grad)
         return (grad, delta, *self.advance(eta, delta))
@@ -297,7 +297,9 @@ class Sparse(_Products):
         if self.orders is None:
             delta, singular = sparse_directions(*self.csr, self.idx, w, penalty, grad, self.unit)
         else:
-            delta, singular, unsolved = sparse_steps(w, penalty, grad, self.unit, *self.orders[:8])
+            delta, singular, unsolved = sparse_steps(
+                w, penalty, grad, self.unit, *self.orders.for_steps
+            )
             if unsolved.any():  # not positive definite to rounding: elimination with pivoting
                 at = np.flatnonzero(unsolved)
                 delta[at], singular[at] = sparse_directions(

@@ -95,17 +95,21 @@ class LinearModel:
         return self.layout.onehot(X, reference=self.reference_coding)
 
     def fit_batch(
-        self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray | None = None
-    ) -> BatchFit:
+        self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray | None = None,
+        *, shared: object = None,
+    ) -> BatchFit:  # fmt: skip
         """Fit S classifiers, on training rows idx[s]; keys[s] is split s's own random stream
-        (`streams`), for models that draw at random.
+        (`streams`), for models that draw at random. A model that `shares` gets `shared`
+        (`self.shared(Z, y)` where the caller keeps it for the run, else None) in every
+        group's `_fit_group(..., shared=...)`.
 
         Splits are fitted in groups whose training tensor (splits x m x D) fits in cache:
         the work is memory-bound, and out of cache it runs several times slower. Splits are
         independent, so the grouping changes no result."""
         if keys is None:
             keys = np.zeros(idx.shape[0], dtype=np.uint64)
-        return self._in_groups(Z, y, idx, keys, size=self._group_size(Z, idx))
+        common = {} if self.shares is None else {"shared": shared}
+        return self._in_groups(Z, y, idx, keys, size=self._group_size(Z, idx), **common)
 
     def _in_groups(
         self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, *per_split: np.ndarray, size: int,

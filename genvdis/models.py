@@ -125,17 +125,9 @@ class NaiveBayes(LinearModel):
 
     def shared(self, Z: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, ...]:
         """What every batch reads, a function of Z alone: its one-hot CSR (`one_hot_csr`),
-        which the engine builds once a run (`LinearModel.shares`) instead of once a block."""
+        which the engine builds once a run (`LinearModel.shares`) instead of once a block;
+        without it (`shared=None`) `class_sums` builds it where it reads it."""
         return one_hot_csr(Z, self.layout.n_continuous)
-
-    def fit_batch(
-        self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray | None = None,
-        *, shared: tuple[np.ndarray, ...] | None = None,
-    ) -> BatchFit:  # fmt: skip
-        """`LinearModel.fit_batch`; `shared`: `self.shared(Z, y)` if the caller keeps it."""
-        if keys is None:
-            keys = np.zeros(idx.shape[0], dtype=np.uint64)
-        return self._in_groups(Z, y, idx, keys, size=self._group_size(Z, idx), csr=shared)
 
     def __init__(
         self,
@@ -149,10 +141,10 @@ class NaiveBayes(LinearModel):
 
     def _fit_group(
         self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray,
-        csr: tuple[np.ndarray, ...] | None = None,
+        shared: tuple[np.ndarray, ...] | None = None,
     ) -> BatchFit:  # fmt: skip
         p = self.layout.n_continuous
-        counts, sums, squares = class_sums(Z, y.astype(np.int64), idx, p, csr=csr)
+        counts, sums, squares = class_sums(Z, y.astype(np.int64), idx, p, csr=shared)
         n0, n1 = counts[:, 0], counts[:, 1]
         coef = np.zeros((idx.shape[0], Z.shape[1]))
         intercept = np.zeros(idx.shape[0])

@@ -64,10 +64,10 @@ class MultiNaiveBayes(MultiModel, NaiveBayes):
 
     def _fit_group(
         self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray,
-        csr: tuple[np.ndarray, ...] | None = None,
+        shared: tuple[np.ndarray, ...] | None = None,
     ) -> BatchFit:  # fmt: skip
         p, K = self.layout.n_continuous, n_classes(y)
-        counts, sums, squares = class_sums(Z, y.astype(np.int64), idx, p, K, csr)
+        counts, sums, squares = class_sums(Z, y.astype(np.int64), idx, p, K, shared)
         coef = np.zeros((idx.shape[0], K, Z.shape[1]))
         intercept = np.zeros((idx.shape[0], K))
         if p:

@@ -41,6 +41,12 @@ class Plan(NamedTuple):
         """Problems `which` only."""
         return self._replace(problems=self.problems[which])
 
+    @property
+    def for_steps(self) -> tuple[np.ndarray, ...]:
+        """What `sparse_steps` and `grouped_gradient` read: every field up to gval (the
+        predictors' gidx and gvx are left out)."""
+        return self[: Plan._fields.index("gval") + 1]
+
 
 def plan(csr: tuple[np.ndarray, np.ndarray, np.ndarray], idx: np.ndarray, d: int,
          unit: bool) -> Plan:  # fmt: skip

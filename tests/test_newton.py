@@ -255,7 +255,9 @@ def test_sparsest_first_steps_are_the_reordered_systems_solved_bit_for_bit():
     no_intercept[::7, -1] = 0.0  # some rows without the last column
     for data in (X, no_intercept):
         plan, position, first = _sparsest_first(data, idx)
-        delta, singular, unsolved = sparsest_first.sparse_steps(w, penalty, grad, True, *plan[:8])
+        delta, singular, unsolved = sparsest_first.sparse_steps(
+            w, penalty, grad, True, *plan.for_steps
+        )
         assert not singular.any() and not unsolved.any()
         order, present, group, groups = plan[1:5]
         hess = logistic_kernels.sparse_hessian(*Sparse.from_dense(data), idx, w, 13, True)
@@ -284,7 +286,7 @@ def test_sparsest_first_steps_are_the_reordered_systems_solved_bit_for_bit():
     s = int(np.argmin(present))
     zero = penalty.copy()
     zero[order[s, -1]] = 0.0
-    _, singular, _ = sparsest_first.sparse_steps(w, zero, grad, True, *plan[:8])
+    _, singular, _ = sparsest_first.sparse_steps(w, zero, grad, True, *plan.for_steps)
     assert singular[s]
     assert np.array_equal(singular, position[:, order[s, -1]] >= present)  # where it is absent
 
@@ -305,7 +307,7 @@ def test_sparsest_first_steps_pivot_where_a_system_is_not_positive_definite():
     w, grad = rng.uniform(0.01, 0.25, size=(4, 50)), rng.normal(size=(4, 9))
     penalty = np.zeros(9)
     plan, _, first = _sparsest_first(X, idx)
-    delta, singular, unsolved = sparsest_first.sparse_steps(w, penalty, grad, True, *plan[:8])
+    delta, singular, unsolved = sparsest_first.sparse_steps(w, penalty, grad, True, *plan.for_steps)
     assert unsolved.all() and not singular.any() and not delta.any()
     for s in range(4):
         system, at = _grouped_system(X, idx, s, w, penalty, plan, first)
@@ -324,7 +326,9 @@ def test_sparsest_first_steps_pivot_where_a_system_is_not_positive_definite():
     values[:, 4] = values[:, 0] * 3.0
     penalty = np.append(np.full(8, 1e-8), 0.0)
     plan, _, _ = _sparsest_first(values, idx, unit=False)
-    delta, singular, unsolved = sparsest_first.sparse_steps(w, penalty, grad, False, *plan[:8])
+    delta, singular, unsolved = sparsest_first.sparse_steps(
+        w, penalty, grad, False, *plan.for_steps
+    )
     assert not singular.any() and not unsolved.any()
     hess = logistic_kernels.sparse_hessian(*Sparse.from_dense(values), idx, w, 9, False)
     for s in range(4):
@@ -350,7 +354,7 @@ def test_grouped_gradients_are_the_rows_gradients():
     penalty = np.append(np.full(9, 1e-2), 0.0)
     for data, unit in ((X, True), (X * rng.choice([0.5, 3.0], size=X.shape), False)):
         plan, _, _ = _sparsest_first(data, idx, unit)
-        w, grad = sparsest_first.grouped_gradient(t, eta, e, beta, penalty, unit, *plan[:8])
+        w, grad = sparsest_first.grouped_gradient(t, eta, e, beta, penalty, unit, *plan.for_steps)
         p = np.where(eta >= 0, 1.0, e) / (1.0 + e)
         assert w.tobytes() == (p * (1.0 - p)).tobytes()
         rows = logistic_kernels.sparse_gradient(*Sparse.from_dense(data), idx, t - p, 10)
