@@ -144,7 +144,9 @@ def gathered_residuals(XT, problems, t, eta, e):
     for a in range(problems.size):
         for i in range(eta.shape[1]):
             residual[a, i] = t[a, i] - (1.0 if eta[a, i] >= 0 else e[a, i]) / (1.0 + e[a, i])
-        gradient[a] = np.dot(XT[problems[a]], residual[a])
+        row = np.dot(XT[problems[a]], residual[a])
+        for j in range(row.size):  # a loop: numba compiles row assignment generically, ~1.8 s
+            gradient[a, j] = row[j]
     return gradient, residual
 
 
@@ -168,7 +170,8 @@ def gathered_step(XT, problems, t, eta, e, beta, penalty):
         both = np.dot(scaled, x.T)
         for j in range(d):
             grad[a, j] = both[d, j] - penalty[j] * beta[a, j]
-            hess[a, j] = both[j]
+            for k in range(d):  # not hess[a, j] = both[j]: see gathered_residuals
+                hess[a, j, k] = both[j, k]
             hess[a, j, j] += penalty[j]
         singular[a] = solve_unblocked(hess[a], grad[a], delta[a])
         if singular[a]:

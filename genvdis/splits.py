@@ -81,6 +81,41 @@ def _sort_by_bitmap(rows: np.ndarray, bits: np.ndarray) -> None:
         bits[w] = 0
 
 
+# The kernels below sort, copy and test with loops rather than numpy's methods and slice
+# assignment: numba compiles those generically, which cost a run's first use on an empty cache
+# ~3 s for this one kernel (`benchmarks/bench_startup.py --cold`), for the same results.
+@streams.jit
+def _heapsort(a: np.ndarray) -> None:
+    """Sort a 1-D array in place, ascending (heapsort: O(n log n), no scratch)."""
+    n = a.size
+    for start in range(n // 2 - 1, -1, -1):
+        _sift_down(a, start, n)
+    for end in range(n - 1, 0, -1):
+        a[0], a[end] = a[end], a[0]
+        _sift_down(a, 0, end)
+
+
+@streams.jit
+def _sift_down(a: np.ndarray, root: int, end: int) -> None:
+    """Restore the max-heap below `root` in a[:end]."""
+    while 2 * root + 1 < end:
+        child = 2 * root + 1
+        if child + 1 < end and a[child] < a[child + 1]:
+            child += 1
+        if not a[root] < a[child]:
+            return
+        a[root], a[child] = a[child], a[root]
+        root = child
+
+
+@streams.jit
+def _all(flags: np.ndarray) -> bool:
+    for flag in flags:
+        if not flag:
+            return False
+    return True
+
+
 @streams.jit
 def _draw_rows(
     keys: np.ndarray, y: np.ndarray, members: np.ndarray, starts: np.ndarray,
@@ -120,13 +155,14 @@ def _draw_rows(
                 seen[:] = False
                 for i in range(m):
                     seen[y[picked[i]]] = True
-                if seen.all():
+                if _all(seen):
                     break
-            row[:] = picked[:m]
+            for i in range(m):
+                row[i] = picked[i]
         if by_bitmap:
             _sort_by_bitmap(row, bits)
         else:
-            row.sort()
+            _heapsort(row)
         if n_test > 0:
             for i in range(m):
                 in_train[row[i]] = True
@@ -140,7 +176,7 @@ def _draw_rows(
             streams.sample_without_replacement(state, n_rest, n_test, picked, taken)
             for i in range(n_test):
                 test[s, i] = rest[picked[i]]
-            test[s].sort()
+            _heapsort(test[s])
     return train, test
 
 

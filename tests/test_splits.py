@@ -174,6 +174,19 @@ def test_bitmap_sort_equals_a_sort_and_leaves_the_bitmap_clear():
         assert not bits.any()
 
 
+
+def test_heapsort_equals_numpy_sort():
+    """The kernels' own sort (no numba `.sort()`, which costs a second to compile) sorts like
+    numpy: empty, one element, already sorted, reversed, ties, random lengths."""
+    rng = np.random.default_rng(6)
+    cases = [np.array([], dtype=np.int64), np.array([3]), np.arange(9), np.arange(9)[::-1].copy()]
+    cases += [rng.integers(0, 5, size=n) for n in (2, 7, 64)]
+    cases += [rng.permutation(1000)[:n] for n in (3, 100, 999)]
+    for rows in cases:
+        expected = np.sort(rows)
+        splits._heapsort(rows)
+        np.testing.assert_array_equal(rows, expected)
+
 def test_drawn_rows_are_those_of_genvdis_0_4_0():
     """Splits are part of every result: the rows drawn (by a sort, m = 10, and by the bitmap,
     m = 3000, both policies) hash to what genvdis 0.4.0 drew, before its bitmap sort's private
