@@ -174,8 +174,10 @@ def _cold(args: argparse.Namespace, scratch: Path) -> None:
             env = {**_env(tree), "NUMBA_CACHE_DIR": str(scratch / f"numba-{side}-{n}")}
             command = _genvdis(args.config, args.splits, args.jobs, scratch / f"{side}{n}")
             times[side].append(_wall(command, env=env))
-    print(f"{args.config}, {args.splits} splits per m, --jobs {args.jobs}, numba's cache empty, "
-          f"min of {args.repeat} rounds")
+    print(
+        f"{args.config}, {args.splits} splits per m, --jobs {args.jobs}, numba's cache empty, "
+        f"min of {args.repeat} rounds"
+    )
     for side, pairs in times.items():
         wall, cpu = min(p[0] for p in pairs), min(p[1] for p in pairs)
         print(f"  {side:10} {wall:8.2f} s wall {cpu:8.2f} s CPU")

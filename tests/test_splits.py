@@ -174,7 +174,6 @@ def test_bitmap_sort_equals_a_sort_and_leaves_the_bitmap_clear():
         assert not bits.any()
 
 
-
 def test_heapsort_equals_numpy_sort():
     """The kernels' own sort (no numba `.sort()`, which costs a second to compile) sorts like
     numpy: empty, one element, already sorted, reversed, ties, random lengths."""
@@ -186,6 +185,7 @@ def test_heapsort_equals_numpy_sort():
         expected = np.sort(rows)
         splits._heapsort(rows)
         np.testing.assert_array_equal(rows, expected)
+
 
 def test_drawn_rows_are_those_of_genvdis_0_4_0():
     """Splits are part of every result: the rows drawn (by a sort, m = 10, and by the bitmap,
