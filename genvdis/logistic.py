@@ -46,7 +46,8 @@ def _rows_feature_major(Z: np.ndarray, idx: np.ndarray) -> np.ndarray:
 
 def _gathered(Z: np.ndarray, y: np.ndarray, idx: np.ndarray) -> Gathered:
     """The logistic-regression design of training rows idx (S, m): Z's columns and an intercept."""
-    return Gathered.feature_major(_rows_feature_major(Z, idx), y[idx].astype(float))
+    rows = _rows_feature_major(Z, np.ascontiguousarray(idx))  # one compiled version, not two
+    return Gathered.feature_major(rows, y[idx].astype(float))
 
 
 @dataclass(frozen=True)

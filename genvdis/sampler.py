@@ -167,7 +167,7 @@ def _trajectory(
     """
     r = B.shape[1]
     behind = _ratios(c, v, key)
-    last = -1
+    last = np.int64(-1)  # not a literal -1: numba would compile _next_hit for it too
     for _ in range(max_bounces):
         hit, j, cos, sin = _next_hit(c, v, key, last, behind, rc, rs)
         for k in range(r):

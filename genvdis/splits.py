@@ -92,7 +92,7 @@ def _heapsort(a: np.ndarray) -> None:
         _sift_down(a, start, n)
     for end in range(n - 1, 0, -1):
         a[0], a[end] = a[end], a[0]
-        _sift_down(a, 0, end)
+        _sift_down(a, np.int64(0), end)  # not a literal 0 (another compiled version)
 
 
 @streams.jit
@@ -166,7 +166,7 @@ def _draw_rows(
         if n_test > 0:
             for i in range(m):
                 in_train[row[i]] = True
-            n_rest = 0
+            n_rest = np.int64(0)  # not a literal 0, which numba would compile a callee for
             for r in range(n):
                 if not in_train[r]:
                     rest[n_rest] = r
