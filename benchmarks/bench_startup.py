@@ -23,10 +23,11 @@ A first untimed `genvdis run` per side fills the data cache, numba's cache and t
 the children run without PYTHONDONTWRITEBYTECODE (else every process compiles genvdis's
 modules from source, ~0.1 s, which an installed package never does).
 
---cold times a user's first run: `genvdis run CONFIG --splits S --jobs J` with numba's cache
-empty (a fresh NUMBA_CACHE_DIR each time), so every kernel it needs is compiled, as on a fresh
-install or after an update that changed a kernel module (genvdis/kernelcache.py); with
---against, both sides in turn each round.
+--cold [CONFIG...] times a user's first run, `genvdis run CONFIG... --splits S --jobs J`
+(default: the positional CONFIG), with numba's cache empty (a fresh NUMBA_CACHE_DIR each
+time), so every kernel it needs is compiled, as on a fresh install or after an update that
+changed a kernel module (genvdis/kernelcache.py); with --against, both sides in turn each
+round.
 
 --crossover CONFIG... times `--jobs 1` against `--jobs 2 --force` (two loky workers) on each
 config, next to the run's CPU estimate (genvdis.planning): where the workers start to pay is
@@ -168,15 +169,17 @@ def _crossover(configs: list[str], splits: int, repeat: int, scratch: Path) -> N
 def _cold(args: argparse.Namespace, scratch: Path) -> None:
     """The run on an empty numba cache, per side, min of --repeat interleaved rounds."""
     sides = {"this": None, "against": args.against} if args.against else {"this": None}
+    configs = args.cold or [args.config]
     times: dict[str, list[tuple[float, float]]] = {side: [] for side in sides}
     for n in range(args.repeat):
         for side, tree in sides.items():
             env = {**_env(tree), "NUMBA_CACHE_DIR": str(scratch / f"numba-{side}-{n}")}
-            command = _genvdis(args.config, args.splits, args.jobs, scratch / f"{side}{n}")
+            command = _genvdis(configs[0], args.splits, args.jobs, scratch / f"{side}{n}")
+            command[3:3] = configs[1:]  # `run CONFIG CONFIG...`: one run of them all
             times[side].append(_wall(command, env=env))
     print(
-        f"{args.config}, {args.splits} splits per m, --jobs {args.jobs}, numba's cache empty, "
-        f"min of {args.repeat} rounds"
+        f"{' '.join(configs)}, {args.splits} splits per m, --jobs {args.jobs}, "
+        f"numba's cache empty, min of {args.repeat} rounds"
     )
     for side, pairs in times.items():
         wall, cpu = min(p[0] for p in pairs), min(p[1] for p in pairs)
@@ -213,7 +216,7 @@ def main() -> None:
     parser.add_argument("--no-sklearn", action="store_true", help="time genvdis only")
     parser.add_argument("--against", help="another checkout's folder, timed alongside")
     parser.add_argument("--crossover", nargs="+", help="configs: --jobs 1 vs two workers")
-    parser.add_argument("--cold", action="store_true", help="the first run: numba's cache empty")
+    parser.add_argument("--cold", nargs="*", help="the first run (numba's cache empty) of configs")
     parser.add_argument("--jobs", type=int, default=1, help="--cold's --jobs (default 1)")
     parser.add_argument("--first-task", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     parser.add_argument("--sklearn", help=argparse.SUPPRESS)
@@ -226,7 +229,7 @@ def main() -> None:
         return _sklearn(args.sklearn, args.splits, args.part, args.parts)
     with tempfile.TemporaryDirectory() as tmp:
         scratch = Path(tmp)
-        if args.cold:
+        if args.cold is not None:
             return _cold(args, scratch)
         for tree in (None, args.against) if args.against else (None,):  # caches, untimed
             _wall(_genvdis(args.config, 10, 1, scratch / "warm"), env=_env(tree))
