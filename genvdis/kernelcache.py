@@ -66,12 +66,20 @@ def _user_cache() -> Path:
 
 
 def _prune(base: Path, keep: Path) -> None:
-    """Remove the other stamps' folders unused for KEEP_SECONDS (best effort)."""
+    """Remove the other stamps' folders unused for KEEP_SECONDS (best effort), and in the
+    package's own `__pycache__` the kernels numba cached there itself before this module named
+    the folders (`<module>.<kernel>-<line>.py311.nbi`/`.nbc`: nothing reads them any more)."""
     now = time.time()
-    for old in base.glob(f"{PREFIX}*"):
+    legacy = [
+        old for old in base.glob("*.nb[ic]") if old.name.split(".")[0] in KERNEL_MODULES
+    ] if base == PACKAGE / "__pycache__" else []  # fmt: skip
+    for old in [*base.glob(f"{PREFIX}*"), *legacy]:
         try:
             if old != keep and now - old.stat().st_mtime > KEEP_SECONDS:
-                shutil.rmtree(old, ignore_errors=True)
+                if old.is_dir():
+                    shutil.rmtree(old, ignore_errors=True)
+                else:
+                    old.unlink()
         except OSError:
             continue
 

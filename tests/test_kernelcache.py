@@ -10,6 +10,7 @@ import pkgutil
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numba
@@ -99,3 +100,28 @@ def test_old_stamps_folders_are_removed_after_a_day_and_recent_ones_kept(tmp_pat
     (tmp_path / "other").mkdir()
     kernelcache._prune(tmp_path, keep)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["other", recent.name, keep.name])
+
+
+def test_numbas_own_cache_files_from_before_the_stamps_are_removed(tmp_path, monkeypatch):
+    """The package's __pycache__ held numba's files before kernelcache: unread, so removed
+    after a day like an old stamp's folder; the interpreter's .pyc files and files of other
+    modules are left."""
+    cache = tmp_path / "__pycache__"
+    cache.mkdir()
+    monkeypatch.setattr(kernelcache, "PACKAGE", tmp_path)
+    names = [
+        "splits._draw_rows-84.py311.nbi", "splits._draw_rows-84.py311.1.nbc",
+        "sampler._chains-191.py311.nbi", "splits.cpython-311.pyc", "other._f-3.py311.nbi",
+    ]  # fmt: skip
+    for name in names:
+        (cache / name).write_text("x")
+        day_ago = time.time() - kernelcache.KEEP_SECONDS - 60
+        os.utime(cache / name, (day_ago, day_ago))
+    (cache / "streams.next_normal-69.py311.nbi").write_text("recent")
+    kernelcache._prune(cache, cache / f"{kernelcache.PREFIX}this")
+    left = sorted(p.name for p in cache.iterdir())
+    assert left == [
+        "other._f-3.py311.nbi",
+        "splits.cpython-311.pyc",
+        "streams.next_normal-69.py311.nbi",
+    ]
