@@ -83,7 +83,7 @@ def _sort_by_bitmap(rows: np.ndarray, bits: np.ndarray) -> None:
 
 # The kernels below sort, copy and test with loops rather than numpy's methods and slice
 # assignment: numba compiles those generically, which cost a run's first use on an empty cache
-# ~2.3 s of this one kernel's 4 s (`benchmarks/bench_startup.py --cold`), for the same results.
+# ~2.3 s of this one kernel's 4 s (`benchmarks/compile_audit.py`), for the same results.
 @streams.jit
 def _heapsort(a: np.ndarray) -> None:
     """Sort a 1-D array in place, ascending (heapsort: O(n log n), no scratch)."""
@@ -176,7 +176,10 @@ def _draw_rows(
             streams.sample_without_replacement(state, n_rest, n_test, picked, taken)
             for i in range(n_test):
                 test[s, i] = rest[picked[i]]
-            _heapsort(test[s])
+            if n_test * 512 > n:  # as for the training rows
+                _sort_by_bitmap(test[s], bits)
+            else:
+                _heapsort(test[s])
     return train, test
 
 
