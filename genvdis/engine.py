@@ -23,6 +23,7 @@ from genvdis import (
     __version__,
     backends,
     estimators,
+    kernelcache,
     multiclass,
     planning,
     results,
@@ -252,6 +253,13 @@ def _already_done(run: Run) -> bool:
     return False
 
 
+# said before a run's first blocks where numba's cache folder is empty: the kernels compile then
+COMPILING = (
+    "compiling genvdis's kernels for this machine (numba; once after an install or an update, "
+    "then cached): this run starts slower"
+)
+
+
 def _compute(run: Run, jobs: int, backend: str, scheduler: str | None, progress: Progress) -> None:
     """Every block not checkpointed yet, in parallel, then the results, committed at once."""
     config, plan, n_models = run.config, run.plan, len(run.models)
@@ -266,6 +274,8 @@ def _compute(run: Run, jobs: int, backend: str, scheduler: str | None, progress:
         todo = ((m, block) for m, block in plan if not store.done(m, block.start))
         if kept:
             log.info("%s: resuming, %d of %d blocks already done", config.name, kept, plan.count)
+        if not kernelcache.compiled_before():
+            log.info(COMPILING)
         with progress(config.name, plan.count) as bar:
             bar(kept)
             calls = ((run.encoded, run.models, m, block, protocol) for m, block in todo)

@@ -99,4 +99,10 @@ def configure() -> Path:
     return folder
 
 
+def compiled_before() -> bool:
+    """Whether any kernel has been compiled into this stamp's folder (numba's index files):
+    where none has, a run compiles every kernel it uses first."""
+    return next(Path(numba.config.CACHE_DIR).rglob("*.nbi"), None) is not None
+
+
 CACHE_DIR = configure()

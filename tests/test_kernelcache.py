@@ -14,10 +14,11 @@ import time
 from pathlib import Path
 
 import numba
+import pytest
 from numba.core.dispatcher import Dispatcher
 
 import genvdis
-from genvdis import kernelcache
+from genvdis import engine, kernelcache
 
 CHECK = """
 import sys, numba
@@ -125,3 +126,30 @@ def test_numbas_own_cache_files_from_before_the_stamps_are_removed(tmp_path, mon
         "splits.cpython-311.pyc",
         "streams.next_normal-69.py311.nbi",
     ]
+
+
+def test_compiled_before_says_whether_the_folder_holds_a_kernel(tmp_path, monkeypatch):
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path))
+    assert not kernelcache.compiled_before()
+    (tmp_path / "genvdis_0a1b").mkdir()  # numba's folder for the package's path
+    assert not kernelcache.compiled_before()
+    (tmp_path / "genvdis_0a1b" / "splits._draw_rows-84.py311.nbi").write_bytes(b"")
+    assert kernelcache.compiled_before()
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_a_run_says_it_compiles_the_kernels_only_where_none_is_cached(
+    tmp_path, monkeypatch, toy_config, write_toy, compiled
+):
+    """A first run spends most of its time compiling (docs/scaling.md): it says so first,
+    rather than sit at 0 blocks; later runs do not."""
+    from typer.testing import CliRunner
+
+    from genvdis.cli import app
+
+    monkeypatch.setattr(kernelcache, "compiled_before", lambda: compiled)
+    config = write_toy(tmp_path, toy_config("sizes: [10, 40]", "splits: 4"))
+    result = CliRunner().invoke(app, ["run", str(config), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    said = engine.COMPILING in result.stderr
+    assert said is not compiled
