@@ -14,10 +14,13 @@ from typing import TYPE_CHECKING, Any
 from genvdis.errors import UserError
 from genvdis.runresults import Results, open_results
 
-__all__ = ["Results", "check_run_options", "load_config", "open_results", "run", "sweep"]
+__all__ = [
+    "Results", "check_distinct_names", "check_run_options", "load_config", "open_results", "run",
+    "sweep",
+]  # fmt: skip
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator
+    from collections.abc import Iterable, Iterator, Sequence
 
     import pandas as pd
 
@@ -57,6 +60,32 @@ def load_config(source: str | Path) -> ExperimentConfig:
     from genvdis import builtin, config
 
     return config.load_config(builtin.resolve(source, "panel"))
+
+
+def check_distinct_names(configs: Sequence[tuple[str, Any]]) -> None:
+    """Configs run in one command each write ``<out>/<name>``: two different configs of one
+    name would overwrite each other's results (the first lost, exit 0), so they are refused
+    before anything runs. The same config twice is one run, found up to date the second time.
+
+    Parameters
+    ----------
+    configs : sequence of (str, config)
+        Each config (an `ExperimentConfig`, or a theory config) with what names it to the user
+        (its file).
+
+    Raises
+    ------
+    UserError
+        Naming the two files and their shared name.
+    """
+    first: dict[str, tuple[str, Any]] = {}
+    for label, config in configs:
+        seen = first.setdefault(config.name, (label, config))
+        if seen[1] != config:
+            raise UserError(
+                f"{seen[0]} and {label}: both are named '{config.name}' and would write one "
+                "results folder, the second run replacing the first; give them different names"
+            )
 
 
 def check_run_options(
@@ -276,5 +305,9 @@ def sweep(
         config = source if path is None else load_config(source)
         config = config.with_overrides(splits=splits, seed=seed)
         where = str(config.name if path is None else source)
-        plans.append(sweeps.plan_config(config, where, path, given, mirror))
+        plans.append((where, config, path))
+    check_distinct_names([(where, config) for where, config, _ in plans])
+    plans = [
+        sweeps.plan_config(config, where, path, given, mirror) for where, config, path in plans
+    ]
     return sweeps.run_sweeps(plans, Path(out), mirror=mirror, **options)

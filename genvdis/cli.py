@@ -210,6 +210,8 @@ def run(
     options["allow_imports"] = allow_import or ()
     api.check_run_options(**options)  # --splits and --seed: checked by the config, as overrides
     loaded = [api.load_config(path).with_overrides(splits=splits, seed=seed) for path in configs]
+    named = [(str(path), config) for path, config in zip(configs, loaded, strict=True)]
+    api.check_distinct_names(named)  # before anything runs
     for path, config in zip(configs, loaded, strict=True):
         try:
             done = api.run(
@@ -285,7 +287,9 @@ def theory(
     api.check_run_options(jobs=jobs)
     _headless()
     loaded = [load_theory_config(builtin.resolve(path, "theory")) for path in configs]
-    for config in [config.with_overrides(splits=splits) for config in loaded]:
+    loaded = [config.with_overrides(splits=splits) for config in loaded]
+    api.check_distinct_names(list(zip(configs, loaded, strict=True)))  # before anything runs
+    for config in loaded:
         # run_theory says itself what it did: "wrote <dir> in N s", or "up to date (<dir>)"
         run_theory(config, out, jobs=jobs, progress=progress, force=force, wait=wait)
 

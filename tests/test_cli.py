@@ -223,7 +223,8 @@ def test_every_config_is_checked_before_any_runs(work, tiny):
 def test_a_later_configs_data_error_names_that_config(work, tiny):
     out = work / "results"
     good = write(work, tiny, "good.yaml")
-    bad = write(work, tiny.replace("[10, 20]", "[10, 300]"), "big.yaml")
+    big = tiny.replace("[10, 20]", "[10, 300]").replace("name: toy", "name: big")
+    bad = write(work, big, "big.yaml")
     result = invoke("run", good, bad, "--out", str(out), "--quiet")
     message = assert_user_error(result, "big.yaml", "m=300")
     assert "good.yaml" not in message
@@ -401,3 +402,33 @@ def test_run_then_plot_a_tiny_run(work, tiny):
         assert picture.is_file() and picture.stat().st_size > 1000
     assert (run_dir / "toy.png").read_bytes()[:4] == b"\x89PNG"
     assert (run_dir / "toy.pdf").read_bytes()[:5] == b"%PDF-"
+
+
+@pytest.mark.parametrize("command", ["run", "sweep"])
+def test_two_configs_of_one_name_in_one_command_are_refused_before_anything_runs(
+    work, tiny, command
+):
+    """They would write one folder, the second replacing the first's results with exit 0."""
+    first = write(work, tiny, "first.yaml")
+    second = write(work, tiny.replace("splits: 4", "splits: 5"), "second.yaml")
+    assert tiny != tiny.replace("splits: 4", "splits: 5")
+    extra = ["--vary", "split=random"] if command == "sweep" else []
+    result = invoke(command, first, second, *extra, "--out", str(work / "out"))
+    message = assert_user_error(result, "first.yaml", "second.yaml", out=work / "out")
+    assert "both are named 'toy'" in message
+
+
+def test_the_same_config_twice_in_one_command_is_one_run(work, tiny):
+    config = write(work, tiny)
+    result = invoke("run", config, config, "--out", str(work / "out"))
+    assert result.exit_code == 0, result.output
+    assert "toy: up to date" in result.stderr
+
+
+def test_two_theory_configs_of_one_name_are_refused(tmp_path):
+    theory = (Path(__file__).parents[1] / "configs" / "theory-binary.yaml").read_text()
+    first, second = tmp_path / "t1.yaml", tmp_path / "t2.yaml"
+    first.write_text(theory)
+    second.write_text(theory.replace("seed: 0", "seed: 9"))
+    result = invoke("theory", str(first), str(second), "--out", str(tmp_path / "out"))
+    assert_user_error(result, "t1.yaml", "t2.yaml", "theory-binary", out=tmp_path / "out")

@@ -154,7 +154,9 @@ def test_a_bad_vary_is_one_line_naming_the_option_and_the_field(toy, args, messa
 
 def test_a_later_configs_bad_variant_stops_the_sweep_before_the_first_config_runs(toy):
     other = toy.parent / "other.yaml"
-    other.write_text(toy.read_text() + "models: [lda, logistic_regression]\n")
+    other.write_text(
+        toy.read_text().replace("name: toy", "name: other") + "models: [lda, logistic_regression]\n"
+    )
     code, stderr = _cli("sweep", toy, other, "--vary", "laplace=2", "--out", toy.parent / "out")
     assert code == 2, stderr
     assert f"error: {other}: --vary laplace=2: the config has no model 'naive_bayes'" in stderr
