@@ -299,15 +299,14 @@ def sweep(
     check_run_options(**{k: options[k] for k in checked if k in options})
     sources = configs if isinstance(configs, list) else [configs]
     given = sweeps.given_variants(list(vary or []), variants)
-    plans = []
+    named = []  # (where, config, path) of each source
     for source in sources:
         path = None if isinstance(source, ExperimentConfig) else builtin.resolve(source, "panel")
         config = source if path is None else load_config(source)
         config = config.with_overrides(splits=splits, seed=seed)
-        where = str(config.name if path is None else source)
-        plans.append((where, config, path))
-    check_distinct_names([(where, config) for where, config, _ in plans])
+        named.append((str(config.name if path is None else source), config, path))
+    check_distinct_names([(where, config) for where, config, _ in named])
     plans = [
-        sweeps.plan_config(config, where, path, given, mirror) for where, config, path in plans
+        sweeps.plan_config(config, where, path, given, mirror) for where, config, path in named
     ]
     return sweeps.run_sweeps(plans, Path(out), mirror=mirror, **options)

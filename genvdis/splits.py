@@ -109,6 +109,17 @@ def _sift_down(a: np.ndarray, root: int, end: int) -> None:
 
 
 @streams.jit
+def _sort_rows(rows: np.ndarray, bits: np.ndarray, n: int) -> None:
+    """Sort distinct rows of range(n) in place: by the bitmap (`_sort_by_bitmap`, O(size +
+    n / 64)) unless there are fewer than ~n / 512 of them, where a heapsort is cheaper. Either
+    gives the same order: the choice is speed only."""
+    if rows.size * 512 > n:
+        _sort_by_bitmap(rows, bits)
+    else:
+        _heapsort(rows)
+
+
+@streams.jit
 def _all(flags: np.ndarray) -> bool:
     for flag in flags:
         if not flag:
@@ -136,7 +147,6 @@ def _draw_rows(
     seen = np.zeros(K, dtype=np.bool_)
     rest = np.empty(n, dtype=np.int64)
     state = np.empty(1, dtype=np.uint64)
-    by_bitmap = m * 512 > n  # a sort is cheaper only for m below ~n / 512
     bits = np.zeros((n + 63) // 64, dtype=np.uint64)
     for s in range(S):
         state[0] = keys[s]
@@ -159,10 +169,7 @@ def _draw_rows(
                     break
             for i in range(m):
                 row[i] = picked[i]
-        if by_bitmap:
-            _sort_by_bitmap(row, bits)
-        else:
-            _heapsort(row)
+        _sort_rows(row, bits, n)
         if n_test > 0:
             for i in range(m):
                 in_train[row[i]] = True
@@ -176,10 +183,7 @@ def _draw_rows(
             streams.sample_without_replacement(state, n_rest, n_test, picked, taken)
             for i in range(n_test):
                 test[s, i] = rest[picked[i]]
-            if n_test * 512 > n:  # as for the training rows
-                _sort_by_bitmap(test[s], bits)
-            else:
-                _heapsort(test[s])
+            _sort_rows(test[s], bits, n)
     return train, test
 
 
