@@ -9,6 +9,7 @@ written here is written atomically (`results.atomic_write_text`).
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import re
 from pathlib import Path
@@ -61,11 +62,37 @@ def read_table(path: Path, needs: dict[str, bool]) -> pd.DataFrame:
 
 
 def read_summary(run_dir: Path) -> pd.DataFrame:
-    return read_table(run_dir / "summary.csv", SUMMARY_NEEDS)
+    table = read_table(run_dir / "summary.csv", SUMMARY_NEEDS)
+    check_manifest(run_dir / "summary.csv")
+    return table
 
 
 def read_errors(run_dir: Path) -> pd.DataFrame:
-    return read_table(run_dir / "errors.csv", ERRORS_NEEDS)
+    table = read_table(run_dir / "errors.csv", ERRORS_NEEDS)
+    check_manifest(run_dir / "errors.csv")
+    return table
+
+
+def check_manifest(path: Path) -> None:
+    """A run's numbers (errors.csv, summary.csv) must have the bytes its folder's manifest.json
+    lists: a file edited or replaced since (or left by a later run killed before its commit
+    ended) would put numbers that are not the run's in a figure, a report or the API.
+    config.yaml is not checked: its analysis settings (`compare`) may be edited after a run.
+    Without a manifest (a first run killed before its commit ended; runs older than
+    manifests) the file is read as it is."""
+    manifest = path.parent / results.MANIFEST
+    try:
+        listed = json.loads(manifest.read_text(encoding="utf-8"))["files"]
+        expected = listed.get(path.name) if isinstance(listed, dict) else None
+    except FileNotFoundError:
+        return
+    except (OSError, ValueError, KeyError, TypeError):
+        raise UserError(f"{manifest}: damaged; rerun the run to rewrite it") from None
+    if expected is not None and results.output_sha256(path) != expected:
+        raise UserError(
+            f"{path}: changed since its run wrote it (manifest.json lists other bytes); "
+            "rerun the run to rewrite it"
+        )
 
 
 def read_run_config(run_dir: Path) -> dict[str, Any]:

@@ -432,3 +432,26 @@ def test_two_theory_configs_of_one_name_are_refused(tmp_path):
     second.write_text(theory.replace("seed: 0", "seed: 9"))
     result = invoke("theory", str(first), str(second), "--out", str(tmp_path / "out"))
     assert_user_error(result, "t1.yaml", "t2.yaml", "theory-binary", out=tmp_path / "out")
+
+
+def _edit_a_number(path: Path) -> None:
+    """Change one error count of errors.csv (or one mean of summary.csv), keeping its shape."""
+    lines = path.read_text().splitlines(keepends=True)
+    fields = lines[1].split(",")
+    column = 4 if path.name == "errors.csv" else 3  # errors, mean
+    fields[column] = str(float(fields[column]) + 1).removesuffix(".0")
+    lines[1] = ",".join(fields)
+    path.write_text("".join(lines))
+
+
+@pytest.mark.parametrize(("command", "name"), [("report", "errors.csv"), ("plot", "summary.csv")])
+def test_plot_and_report_refuse_numbers_changed_since_the_run(work, tiny, command, name):
+    """A file whose bytes are not those manifest.json lists is not the run's: refused, naming
+    it, rather than drawn or analysed with exit 0. Without a manifest it is read as it is."""
+    config = write(work, tiny)
+    assert invoke("run", config, "--out", str(work / "out"), "-q").exit_code == 0
+    run_dir = work / "out" / "toy"
+    _edit_a_number(run_dir / name)
+    assert_user_error(invoke(command, str(work / "out")), str(run_dir / name), "manifest.json")
+    (run_dir / "manifest.json").unlink()
+    assert invoke(command, str(work / "out")).exit_code == 0
