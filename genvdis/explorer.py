@@ -29,7 +29,7 @@ from genvdis import analysis as an
 from genvdis import results
 from genvdis.errors import UserError
 from genvdis.linestyles import STYLES, TABLEAU, separable_span
-from genvdis.runfiles import read_analysis, read_run_config
+from genvdis.runfiles import read_analysis, read_run_config, read_summary
 
 PAGE = "explorer.html"
 HOST = "127.0.0.1"
@@ -195,7 +195,7 @@ def _run_data(
     results_dir: Path, run_dir: Path, config: dict, base: dict, analysed: dict | None
 ) -> dict[str, Any]:
     """Everything the page shows of one run (`analysed`: its row of analysis.csv, if any)."""
-    summary = pd.read_csv(run_dir / "summary.csv")
+    summary = read_summary(run_dir)  # checked: a table genvdis wrote, the bytes its manifest lists
     folder = run_dir.relative_to(results_dir).as_posix()
     if folder == ".":
         folder = run_dir.name
