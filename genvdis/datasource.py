@@ -46,7 +46,8 @@ def _infer_kind(column: pd.Series) -> str:
 
 
 def _read_table(path: Path, sep: str, spec: FileDataset, label: str) -> pd.DataFrame:
-    """The file as stripped text cells, rows numbered from 0. The header is read as a row:
+    """The file as stripped text cells, rows numbered from 0, a cell that is one of the
+    missing tokens once stripped NaN. The header is read as a row:
     a data row with more fields than it is then an error (pandas would take the extra
     field for an index and shift every value), and its names must be distinct once stripped
     (pandas would rename a repeated 'a' to 'a.1', and keep 'a ' and 'a' apart)."""
@@ -70,7 +71,10 @@ def _read_table(path: Path, sep: str, spec: FileDataset, label: str) -> pd.DataF
                 f"{label}: the header names column '{twice[0]}' more than once (columns {where})"
             )
     frame.columns = names
-    return frame.apply(lambda column: column.str.strip())
+    # pandas matches the missing tokens before the spaces around a cell are stripped: match
+    # them again after ('? ' is '?', a quoted ' ' is ''), or they would be values and labels
+    cells = frame.apply(lambda column: column.str.strip())
+    return cells.mask(cells.isin(spec.missing_values))
 
 
 def load_file_dataset(spec: FileDataset, *, base_dir: Path = Path(".")) -> RawData:
