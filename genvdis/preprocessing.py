@@ -128,11 +128,20 @@ def _class_codes(labels: pd.Series, groups: list[list[str]]) -> pd.Series:
     text = labels.astype("string").str.strip()
     unknown = sorted({label for group in groups for label in group} - set(text.dropna()))
     if unknown:
-        raise UserError(f"target.classes: label '{unknown[0]}' does not occur in the data")
+        raise UserError(f"target.classes: {_absent(unknown[0])}")
     codes = pd.Series(np.nan, index=labels.index)
     for code, group in enumerate(groups):
         codes[text.isin(group).fillna(False).to_numpy(dtype=bool)] = float(code)
     return codes
+
+
+def _absent(label: str) -> str:
+    """Why a label a config lists is in no row: YAML reads unquoted yes/no/on/off/true/false
+    as a boolean, which the config's labels hold as 'True' or 'False'."""
+    why = f"label '{label}' does not occur in the data"
+    if label in ("True", "False"):
+        why += " (YAML reads an unquoted yes, no, on, off, true or false as a boolean: quote it)"
+    return why
 
 
 def make_labels(labels: pd.Series, target: TargetSpec) -> pd.Series:
@@ -151,9 +160,11 @@ def make_labels(labels: pd.Series, target: TargetSpec) -> pd.Series:
         out = ops[rule.op](values, cut).astype(float)
         return out.where(values.notna())
     text = labels.astype("string").str.strip()
-    unknown = sorted(set(target.positive) - set(text.dropna().unique()))
-    if unknown:
-        raise UserError(f"target.positive: label '{unknown[0]}' does not occur in the data")
+    present = set(text.dropna().unique())
+    for key, listed in (("positive", target.positive), ("negative", target.negative or [])):
+        unknown = sorted(set(listed) - present)
+        if unknown:  # a negative label no row has would drop the rows of the one meant
+            raise UserError(f"target.{key}: {_absent(unknown[0])}")
     positive = text.isin(target.positive)
     negative = text.isin(target.negative) if target.negative else ~positive & text.notna()
     return pd.Series(np.where(positive, 1.0, np.where(negative, 0.0, np.nan)), index=labels.index)

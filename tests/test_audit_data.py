@@ -50,3 +50,70 @@ def test_a_quoted_blank_cell_is_missing(tmp_path):
     csv = 'a,b,label\n1,x,yes\n2," ",no\n3,y,yes\n4,y,no\n'
     data = prepared(tmp_path, csv, config("{positive: [\"yes\"]}", "missing: category"))
     assert data.level_names["b"] == ["?", "x", "y"]
+
+
+# --- target labels ----------------------------------------------------------------------------
+
+THREE = "a,b,label\n1,x,yes\n2,y,no\n3,x,yes\n4,y,no\n5,x,maybe\n6,y,maybe\n"
+
+
+@pytest.mark.parametrize(
+    ("target", "words"),
+    [
+        # YAML reads an unquoted no as a boolean: the label 'False', which no row has; the
+        # rows labelled no were dropped as in neither class
+        ('{positive: ["yes"], negative: [no, "maybe"]}', ["target.negative", "'False'", "quote"]),
+        ('{positive: ["yes"], negative: ["no", "mabye"]}', ["target.negative", "'mabye'"]),
+        ("{positive: [yes]}", ["target.positive", "'True'", "quote"]),
+    ],
+)
+def test_a_listed_label_that_no_row_has_is_refused(tmp_path, target, words):
+    with pytest.raises(UserError) as error:
+        prepared(tmp_path, THREE, config(target))
+    assert all(word in str(error.value) for word in words), str(error.value)
+
+
+def test_negative_labels_that_occur_keep_their_rows(tmp_path):
+    data = prepared(tmp_path, THREE, config('{positive: ["yes"], negative: ["no", "maybe"]}'))
+    assert data.class_counts == (4, 2)
+
+
+# --- a target column that is also an attribute -----------------------------------------------
+
+LEAK = "x,grp,label\n" + "".join(f"{i % 7},{'abc'[i % 3]},{'yes' if i % 2 else 'no'}\n"
+                                 for i in range(30))  # fmt: skip
+
+
+def test_the_target_column_is_never_an_attribute(tmp_path):
+    """target.column naming an attribute made the label a feature of itself: error 0."""
+    data = prepared(tmp_path, LEAK, config('{column: grp, positive: ["a"]}'))
+    assert data.feature_names == ["x"]
+    assert data.class_counts == (20, 10)
+
+
+def test_the_target_column_listed_in_attributes_is_refused(tmp_path):
+    with pytest.raises(UserError, match=r"attributes: 'grp' is the target column"):
+        prepared(tmp_path, LEAK, config('{column: grp, positive: ["a"]}', "attributes: [x, grp]"))
+
+
+def test_a_kind_with_only_the_target_column_is_refused(tmp_path):
+    csv = "x,grp,label\n" + "".join(f"{i % 3},{i * 1.5},yes\n" for i in range(30))
+    cfg = config("{column: grp, threshold: {value: median}}", "attributes: continuous")
+    with pytest.raises(UserError, match="no continuous attributes besides the target column"):
+        prepared(tmp_path, csv, cfg)
+
+
+def test_a_run_with_the_target_column_an_attribute_learns_from_the_others(tmp_path):
+    """End to end: labels unrelated to x cannot be learnt (the leak gave error 0)."""
+    rng = np.random.default_rng(0)
+    rows = [f"{rng.normal():.4f},{rng.choice(['a', 'b'])},{rng.choice(['yes', 'no'])}\n"
+            for _ in range(120)]  # fmt: skip
+    (tmp_path / "data.csv").write_text("x,grp,label\n" + "".join(rows))
+    text = config('{column: grp, positive: ["a"]}', "splits: 5").replace("[2]", "[40]")
+    (tmp_path / "t.yaml").write_text(text)
+    out = tmp_path / "results"
+    result = CliRunner().invoke(app, ["run", str(tmp_path / "t.yaml"), "--out", str(out), "-q"])
+    assert result.exit_code == 0, result.output
+    summary = (out / "t" / "summary.csv").read_text().splitlines()[1:]
+    means = [float(line.split(",")[3]) for line in summary]
+    assert min(means) > 0.2, summary
