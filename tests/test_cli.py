@@ -142,10 +142,10 @@ RUN_CASES = [
         ["attributes", "no continuous attributes"],
     ),
     (
-        "negative-class-empty",
+        "negative-label-absent",  # was "negative class is empty": it names the label now
         toy(replace={'["yes"]': '["yes"], negative: ["maybe"]'}),
         [],
-        ["target", "negative class is empty"],
+        ["target.negative", "'maybe'", "does not occur"],
     ),
     ("one-label-csv", user_csv("one-label.csv"), [], ["target", "negative class is empty"]),
     ("missing-data-file", user_csv("nope.csv"), [], ["nope.csv", "not found"]),
