@@ -111,6 +111,25 @@ def select_attributes(raw: RawData, attributes: str | list[str]) -> list[str]:
     return chosen
 
 
+def _without_target(names: list[str], target: str, attributes: str | list[str]) -> list[str]:
+    """The attributes but the target column: a `target.column` that names an attribute would
+    otherwise be a feature of its own label (error 0). Left out of `all` or a kind, refused
+    when listed by name."""
+    if target not in names:
+        return names
+    if isinstance(attributes, list):
+        raise UserError(
+            f"attributes: '{target}' is the target column (target.column); leave it out"
+        )
+    names = [name for name in names if name != target]
+    if not names:
+        kind = "" if attributes == "all" else f"{attributes} "
+        raise UserError(
+            f"attributes: the dataset has no {kind}attributes besides the target column '{target}'"
+        )
+    return names
+
+
 def class_groups(labels: pd.Series, target: TargetSpec) -> list[list[str]]:
     """A `classes` target's classes in code order, each a list of labels: `all` is every label
     as its own class, sorted as numbers when every label is one, else as text."""
@@ -253,6 +272,7 @@ def prepare(raw: RawData, config: ExperimentConfig) -> PreparedData:
     target_column = config.target.column or raw.target
     if target_column not in raw.frame.columns:
         raise UserError(f"target.column: no column named '{target_column}' in the dataset")
+    names = _without_target(names, target_column, config.attributes)
     frame = raw.frame[names].copy()
     continuous = [n for n in names if raw.attributes[n] == "continuous"]
     discrete = [n for n in names if raw.attributes[n] == "discrete"]

@@ -46,9 +46,9 @@ def test_a_missing_token_with_a_trailing_space_is_missing(tmp_path):
 
 
 def test_a_quoted_blank_cell_is_missing(tmp_path):
-    """A quoted blank cell, '" "', is empty once stripped: missing (listed as ''), not a level ''."""
+    """A quoted blank cell, '" "', is '' once stripped: missing, not a level ''."""
     csv = 'a,b,label\n1,x,yes\n2," ",no\n3,y,yes\n4,y,no\n'
-    data = prepared(tmp_path, csv, config("{positive: [\"yes\"]}", "missing: category"))
+    data = prepared(tmp_path, csv, config('{positive: ["yes"]}', "missing: category"))
     assert data.level_names["b"] == ["?", "x", "y"]
 
 
