@@ -172,6 +172,14 @@ def make_labels(labels: pd.Series, target: TargetSpec) -> pd.Series:
         values = pd.to_numeric(labels, errors="coerce")
         if values.isna().all():
             raise UserError("target.threshold: the target column is not numeric")
+        text = labels.notna() & values.isna()  # dropped as in no class, before
+        if text.any():
+            row = int(np.argmax(text.to_numpy()))
+            raise UserError(
+                f"target.threshold: the target column '{labels.name}' holds text: "
+                f"'{labels.iloc[row]}' in data row {row + 1}; fix it, or list it in "
+                "dataset.missing_values to treat it as missing"
+            )
         rule = target.threshold
         cut = values.median() if rule.value == "median" else values.mean()
         cut = cut if isinstance(rule.value, str) else rule.value

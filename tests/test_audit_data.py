@@ -117,3 +117,14 @@ def test_a_run_with_the_target_column_an_attribute_learns_from_the_others(tmp_pa
     summary = (out / "t" / "summary.csv").read_text().splitlines()[1:]
     means = [float(line.split(",")[3]) for line in summary]
     assert min(means) > 0.2, summary
+
+
+def test_a_threshold_target_with_text_is_refused(tmp_path):
+    """Text labels in a threshold's column were dropped as rows in no class, with exit 0."""
+    csv = "a,label\n1,10\n2,20\n3,n/a\n4,30\n5,40\n6,5\n"
+    with pytest.raises(UserError, match=r"target.threshold: .*'label'.*'n/a'.*data row 3"):
+        prepared(tmp_path, csv, config("{threshold: {value: median}}"))
+    listed = "dataset: {path: data.csv, target: label, missing_values: ['n/a']}"
+    data = prepared(tmp_path, csv, config("{threshold: {value: median}}").replace(
+        "dataset: {path: data.csv, target: label}", listed))  # fmt: skip
+    assert data.class_counts == (3, 2)
