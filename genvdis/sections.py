@@ -117,7 +117,23 @@ def bundled_loader(name: str) -> str:
     return name
 
 
-DatasetSpec = str | FileDataset | SyntheticSource | SklearnSource
+def _dataset_kind(value: Any) -> str:
+    """Which source a `dataset` value is: a name, `synthetic:` or `sklearn:` by its key, else
+    a file. An error then names a field of that source (`dataset.sha256` for a url without
+    it), never a key of another source the YAML does not have (`dataset.synthetic`)."""
+    if isinstance(value, dict):
+        return next((key for key in ("synthetic", "sklearn") if key in value), "file")
+    kinds = {FileDataset: "file", SyntheticSource: "synthetic", SklearnSource: "sklearn"}
+    return kinds.get(type(value), "name")
+
+
+DatasetSpec = Annotated[
+    Annotated[str, Tag("name")]
+    | Annotated[FileDataset, Tag("file")]
+    | Annotated[SyntheticSource, Tag("synthetic")]
+    | Annotated[SklearnSource, Tag("sklearn")],
+    Discriminator(_dataset_kind),
+]
 
 
 # --- target, preprocessing ------------------------------------------------------------------

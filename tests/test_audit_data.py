@@ -128,3 +128,24 @@ def test_a_threshold_target_with_text_is_refused(tmp_path):
     data = prepared(tmp_path, csv, config("{threshold: {value: median}}").replace(
         "dataset: {path: data.csv, target: label}", listed))  # fmt: skip
     assert data.class_counts == (3, 2)
+
+
+# --- the dataset: mapping's errors name its own fields ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("dataset", "words"),
+    [
+        # each was "dataset.synthetic: Field required (and 7 more problems)"
+        ("{url: 'https://host/a.csv', target: label}", "dataset: a 'url' needs its 'sha256'"),
+        ("{path: a.csv, url: 'https://host/a.csv', target: label}", "dataset: give exactly one"),
+        ("{path: , target: label}", "dataset: give exactly one of 'path' or 'url'"),
+        ("{path: a.csv, target: label, header: 'no'}", "dataset.header: Input should be a valid"),
+        ("{file: a.csv, target: label}", "dataset.file: unknown key"),
+    ],
+)
+def test_a_file_dataset_error_names_its_field(tmp_path, dataset, words):
+    (tmp_path / "c.yaml").write_text(config().replace("{path: data.csv, target: label}", dataset))
+    result = CliRunner().invoke(app, ["validate", str(tmp_path / "c.yaml")])
+    assert result.exit_code == 2
+    assert words in result.output and "synthetic" not in result.output, result.output
