@@ -6,6 +6,9 @@ read here. `load_data` is the one place that chooses among them."""
 from __future__ import annotations
 
 import hashlib
+import lzma
+import tarfile
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +48,29 @@ def _infer_kind(column: pd.Series) -> str:
     return "continuous"
 
 
+# How pandas reads a file by its name's ending (pandas.io.common.extension_to_compression),
+# and what fails when the file is not so: said as the user's error, not an internal one.
+_COMPRESSION = (
+    (".tar.gz", "a gzip-compressed tar archive"),
+    (".tar.bz2", "a bzip2-compressed tar archive"),
+    (".tar.xz", "an xz-compressed tar archive"),
+    (".tar", "a tar archive"),
+    (".gz", "gzip-compressed"),
+    (".bz2", "bzip2-compressed"),
+    (".xz", "xz-compressed"),
+    (".zst", "zstd-compressed"),
+    (".zip", "a zip archive of one file"),
+)
+_UNPACKING_ERRORS = (
+    OSError,
+    EOFError,
+    ImportError,
+    lzma.LZMAError,
+    tarfile.TarError,
+    zipfile.BadZipFile,
+)
+
+
 def _read_table(path: Path, sep: str, spec: FileDataset, label: str) -> pd.DataFrame:
     """The file as stripped text cells, rows numbered from 0, a cell that is one of the
     missing tokens once stripped NaN. The header is read as a row:
@@ -59,6 +85,13 @@ def _read_table(path: Path, sep: str, spec: FileDataset, label: str) -> pd.DataF
     except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else "empty file"
         raise UserError(f"{label}: cannot be read as a table: {first}") from None
+    except (*_UNPACKING_ERRORS, ValueError) as error:  # pandas unpacks by the file's name
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        ending, kind = next((c for c in _COMPRESSION if path.name.lower().endswith(c[0])), ("", ""))
+        why = f" (a file whose name ends in {ending} is read as {kind}; rename it if it is not)"
+        raise UserError(
+            f"{label}: cannot be read as a table: {first}{why if kind else ''}"
+        ) from None
     names = [str(i) for i in range(frame.shape[1])]
     if spec.header:
         cells = frame.iloc[0]

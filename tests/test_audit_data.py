@@ -149,3 +149,51 @@ def test_a_file_dataset_error_names_its_field(tmp_path, dataset, words):
     result = CliRunner().invoke(app, ["validate", str(tmp_path / "c.yaml")])
     assert result.exit_code == 2
     assert words in result.output and "synthetic" not in result.output, result.output
+
+
+# --- a file pandas reads as compressed by its name ----------------------------------------------
+
+
+def _zip(path: Path, members: int) -> None:
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as archive:
+        for i in range(members):
+            archive.writestr(f"part{i}.csv", THREE)
+
+
+def _gzip_cut() -> bytes:
+    """A gzip file cut in the middle."""
+    import gzip
+
+    rows = "".join(f"{i},{i % 3},no\n" for i in range(999))
+    packed = gzip.compress(("a,b,label\n" + rows).encode())
+    return packed[: len(packed) // 2]
+
+
+@pytest.mark.parametrize(
+    ("name", "write"),
+    [
+        ("two.zip", lambda path: _zip(path, 2)),
+        ("none.zip", lambda path: _zip(path, 0)),
+        ("plain.csv.gz", lambda path: path.write_text(THREE)),
+        ("plain.csv.bz2", lambda path: path.write_text(THREE)),
+        ("plain.csv.xz", lambda path: path.write_text(THREE)),
+        ("plain.csv.tar", lambda path: path.write_text(THREE)),
+        (
+            "cut.csv.gz",
+            lambda path: path.write_bytes(_gzip_cut()),
+        ),
+    ],
+)
+def test_a_damaged_compressed_file_is_a_user_error(tmp_path, name, write):
+    """Each was 'internal error: ...' with exit 1 (BadGzipFile, LZMAError, tarfile's
+    ReadError, EOFError, pandas' ValueError for a zip of two files)."""
+    write(tmp_path / name)
+    text = config().replace("data.csv", name)
+    (tmp_path / "c.yaml").write_text(text)
+    result = CliRunner().invoke(app, ["run", str(tmp_path / "c.yaml"), "--out", str(tmp_path)])
+    assert result.exit_code == 2, result.output
+    line = result.output.strip().splitlines()[-1]
+    assert line.startswith("error: ") and f"{name}: cannot be read as a table" in line, line
+    assert "compressed" in line or "archive" in line, line
