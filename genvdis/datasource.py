@@ -119,6 +119,8 @@ def load_file_dataset(spec: FileDataset, *, base_dir: Path = Path(".")) -> RawDa
         path = Path(spec.path)
         if not path.is_absolute():
             path = base_dir / path
+        if path.is_dir():
+            raise UserError(f"dataset.path: {spec.path} is a folder; give the table's file")
         if not path.is_file():
             raise UserError(f"dataset file not found: {spec.path}")
     sep = spec.sep or ("\t" if path.suffix.lower() in {".tsv", ".tab"} else ",")

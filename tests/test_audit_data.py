@@ -197,3 +197,10 @@ def test_a_damaged_compressed_file_is_a_user_error(tmp_path, name, write):
     line = result.output.strip().splitlines()[-1]
     assert line.startswith("error: ") and f"{name}: cannot be read as a table" in line, line
     assert "compressed" in line or "archive" in line, line
+
+
+def test_a_folder_is_not_called_missing(tmp_path):
+    (tmp_path / "data.csv").mkdir()
+    parsed = parse_config(yaml.safe_load(config()), "config.yaml")
+    with pytest.raises(UserError, match=r"dataset.path: data.csv is a folder; give the table's"):
+        prepare(load_data(parsed, tmp_path), parsed)
