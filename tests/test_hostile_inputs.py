@@ -263,7 +263,7 @@ ROWS = [
     bad_data("header-only", {"data.csv": "a,b,c,d,y\n"}, BASE, "target.positive", "'x'"),
     bad_data("target-as-attribute", {}, config("attributes: [a, y]"), "attributes", "'y'"),
     bad_data("data-path-is-a-folder", {"folder/x": ""},
-             config(replace={"path: data.csv": "path: folder"}), "folder", "not found"),
+             config(replace={"path: data.csv": "path: folder"}), "folder", "is a folder"),
     bad_data("lda-epsilon-0-collinear", {"data.csv": table(fill=("c", "b"))},
              config("models: [{name: lda, epsilon: 0}]", "attributes: [b, c]"),
              "lda", "singular covariance", "epsilon", leaves_folder=True),
