@@ -110,9 +110,10 @@ def _read_table(path: Path, sep: str, spec: FileDataset, label: str) -> pd.DataF
     return cells.mask(cells.isin(spec.missing_values))
 
 
-def load_file_dataset(spec: FileDataset, *, base_dir: Path = Path(".")) -> RawData:
-    """A user's own CSV/TSV (local, or a URL pinned by sha256): label column, kinds inferred
-    unless declared."""
+def read_file_table(spec: FileDataset, *, base_dir: Path = Path(".")) -> tuple[pd.DataFrame, Path]:
+    """A user's own CSV/TSV (local, or a URL pinned by sha256) as stripped text cells, and
+    the file read: its target column and at least one other are there, `kinds` names only
+    its columns. (`genvdis init` reads a table so, then infers its own kinds.)"""
     if spec.url is not None:
         path = fetch_url(spec.url, spec.sha256)
     else:
@@ -136,8 +137,35 @@ def load_file_dataset(spec: FileDataset, *, base_dir: Path = Path(".")) -> RawDa
     unknown = sorted(set(spec.kinds) - set(frame.columns))
     if unknown:
         raise UserError(f"dataset.kinds: no column named '{unknown[0]}' in {label}")
+    return frame, path
+
+
+def _file_kind(column: pd.Series, label: str) -> str:
+    """`_infer_kind`, but a column of numbers that would be continuous (more than 10 distinct
+    values) save for some text cells is an error: the text is most often a missing token
+    the config does not list ('unknown', '-'), and the column, inferred discrete, would
+    silently leave `attributes: continuous` or be one-hot coded value by value."""
+    present = column.dropna()
+    values = pd.to_numeric(present, errors="coerce")
+    text = values.isna().to_numpy()
+    if text.any() and values.nunique() > 10:
+        row, cell = present.index[text][0], present[text].iloc[0]
+        raise UserError(
+            f"{label}: column '{column.name}' holds numbers ({values.nunique()} distinct) and "
+            f"text: '{cell}' in data row {row + 1} ({int(text.sum())} such cells); if it "
+            "means missing, list it in dataset.missing_values, else declare the column's "
+            f"kind in dataset.kinds ('{column.name}': discrete)"
+        )
+    return _infer_kind(column)
+
+
+def load_file_dataset(spec: FileDataset, *, base_dir: Path = Path(".")) -> RawData:
+    """A user's own CSV/TSV (local, or a URL pinned by sha256): label column, kinds inferred
+    unless declared."""
+    frame, path = read_file_table(spec, base_dir=base_dir)
+    label = spec.path or spec.url
     attributes = {
-        column: spec.kinds.get(column) or _infer_kind(frame[column])
+        column: spec.kinds.get(column) or _file_kind(frame[column], label)
         for column in frame.columns
         if column != spec.target
     }

@@ -1,6 +1,6 @@
 """`genvdis init`: a commented starter config for a user's own table.
 
-It reads the table as a run would (`datasource.load_file_dataset`), then writes out every
+It reads the table as a run would (`datasource.read_file_table`), then writes out every
 choice, inferred or defaulted, with a comment saying why: each column's kind, the two classes,
 what to do with missing values, an m grid that fits the table, and the choices the paper
 leaves open. The rules are in docs/config.md ("Starting from your own table").
@@ -21,7 +21,7 @@ import yaml
 
 from genvdis import __version__
 from genvdis.config import parse_config
-from genvdis.datasource import load_file_dataset
+from genvdis.datasource import read_file_table
 from genvdis.errors import UserError
 from genvdis.results import atomic_write_text
 from genvdis.sections import FileDataset
@@ -53,6 +53,13 @@ def infer_kind(values: pd.Series) -> tuple[str, str]:
     distinct = present.nunique()
     numbers = pd.to_numeric(present, errors="coerce")
     if numbers.isna().any():
+        text = present[numbers.isna()]
+        if numbers.nunique() > FEW_VALUES:  # a run that infers kinds refuses it
+            return "discrete", (
+                f"text, {distinct} values: numbers but for text in {len(text)} rows, first "
+                f"'{text.iloc[0]}'; if it means missing, list it in dataset.missing_values and "
+                "make this continuous"
+            )
         return "discrete", f"text, {distinct} values"
     if distinct <= FEW_VALUES and (numbers == numbers.round()).all():
         return "discrete", f"whole numbers, {distinct} values"
@@ -263,7 +270,7 @@ def _relative(table: Path, folder: Path) -> str:
 
 def starter_text(table: Path, target: str, positive: str | None, output: Path) -> str:
     """The commented config for `table`, to be written at `output`; validated before return."""
-    frame = load_file_dataset(FileDataset(path=str(table), target=target)).frame
+    frame, _ = read_file_table(FileDataset(path=str(table), target=target))
     columns = describe_columns(frame, target)
     chosen = choose_target(frame[target], target, positive)
     missing, missing_why, keep = choose_missing(frame, columns, chosen.y.notna())

@@ -204,3 +204,51 @@ def test_a_folder_is_not_called_missing(tmp_path):
     parsed = parse_config(yaml.safe_load(config()), "config.yaml")
     with pytest.raises(UserError, match=r"dataset.path: data.csv is a folder; give the table's"):
         prepare(load_data(parsed, tmp_path), parsed)
+
+
+# --- a column of numbers with a few text cells --------------------------------------------------
+
+MOSTLY_NUMBERS = "x1,x2,label\n" + "".join(
+    f"{i * 0.37:.2f},{'unknown' if i % 9 == 4 else f'{i * 1.3:.1f}'},{'yes' if i % 2 else 'no'}\n"
+    for i in range(40)
+)
+
+
+def test_numbers_with_a_few_text_cells_are_not_silently_discrete(tmp_path):
+    """x2 holds 35 distinct numbers and 'unknown' (an unlisted missing token): inferred
+    discrete, it was left out of `attributes: continuous` (or one-hot coded with 36 levels
+    under `all`), with exit 0."""
+    cfg = config('{positive: ["yes"]}', "attributes: continuous")
+    with pytest.raises(UserError) as error:
+        prepared(tmp_path, MOSTLY_NUMBERS, cfg)
+    words = ["data.csv", "'x2'", "'unknown'", "data row 5", "missing_values", "kinds"]
+    assert all(word in str(error.value) for word in words), str(error.value)
+
+
+@pytest.mark.parametrize(
+    "dataset",
+    [
+        "{path: data.csv, target: label, missing_values: ['unknown']}",
+        "{path: data.csv, target: label, kinds: {x2: discrete}}",
+    ],
+)
+def test_numbers_with_text_cells_read_as_the_config_says(tmp_path, dataset):
+    cfg = config('{positive: ["yes"]}').replace("{path: data.csv, target: label}", dataset)
+    data = prepared(tmp_path, MOSTLY_NUMBERS, cfg)
+    if "missing_values" in dataset:
+        assert data.feature_names == ["x1", "x2"] and data.layout.n_continuous == 2
+        assert data.n_rows == 40 - 4
+    else:
+        assert data.layout.n_continuous == 1 and data.level_names["x2"][-1] == "unknown"
+
+
+def test_init_on_numbers_with_a_few_text_cells(tmp_path):
+    """init still writes a config (the column discrete, as text) and says what the text is."""
+    (tmp_path / "data.csv").write_text(MOSTLY_NUMBERS)
+    out = tmp_path / "data.yaml"
+    result = CliRunner().invoke(
+        app, ["init", str(tmp_path / "data.csv"), "--target", "label", "--output", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    text = " ".join(out.read_text().split())
+    assert "x2: discrete" in text and "'unknown'" in text and "missing_values" in text, text
