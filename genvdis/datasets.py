@@ -57,6 +57,9 @@ class RawData:
     target: str
     checksums: dict[str, str] = field(default_factory=dict)
     source: str = ""
+    # attributes inferred discrete only for a few text cells among many numbers, each with
+    # the error that refuses it if a config uses it (datasource._file_kind)
+    doubtful: dict[str, str] = field(default_factory=dict)
 
 
 # --- parsers: each reads the archive files exactly as the archive serves them ---------------

@@ -140,23 +140,23 @@ def read_file_table(spec: FileDataset, *, base_dir: Path = Path(".")) -> tuple[p
     return frame, path
 
 
-def _file_kind(column: pd.Series, label: str) -> str:
-    """`_infer_kind`, but a column of numbers that would be continuous (more than 10 distinct
-    values) save for some text cells is an error: the text is most often a missing token
-    the config does not list ('unknown', '-'), and the column, inferred discrete, would
-    silently leave `attributes: continuous` or be one-hot coded value by value."""
+def _doubt(column: pd.Series, label: str) -> str | None:
+    """Why a column's kind cannot be inferred: numbers that would be continuous (more than 10
+    distinct values) but for some text cells. The text is most often a missing token the
+    config does not list ('unknown', '-'); inferred discrete, the column would silently leave
+    `attributes: continuous`, or be one-hot coded value by value."""
     present = column.dropna()
     values = pd.to_numeric(present, errors="coerce")
     text = values.isna().to_numpy()
-    if text.any() and values.nunique() > 10:
-        row, cell = present.index[text][0], present[text].iloc[0]
-        raise UserError(
-            f"{label}: column '{column.name}' holds numbers ({values.nunique()} distinct) and "
-            f"text: '{cell}' in data row {row + 1} ({int(text.sum())} such cells); if it "
-            "means missing, list it in dataset.missing_values, else declare the column's "
-            f"kind in dataset.kinds ('{column.name}': discrete)"
-        )
-    return _infer_kind(column)
+    if not text.any() or values.nunique() <= 10:
+        return None
+    row, cell = present.index[text][0], present[text].iloc[0]
+    return (
+        f"{label}: column '{column.name}' holds numbers ({values.nunique()} distinct) and "
+        f"text: '{cell}' in data row {row + 1} ({int(text.sum())} such cells); if it means "
+        "missing, list it in dataset.missing_values, else declare the column's kind in "
+        f"dataset.kinds ('{column.name}': discrete)"
+    )
 
 
 def load_file_dataset(spec: FileDataset, *, base_dir: Path = Path(".")) -> RawData:
@@ -164,17 +164,18 @@ def load_file_dataset(spec: FileDataset, *, base_dir: Path = Path(".")) -> RawDa
     unless declared."""
     frame, path = read_file_table(spec, base_dir=base_dir)
     label = spec.path or spec.url
+    columns = [column for column in frame.columns if column != spec.target]
     attributes = {
-        column: spec.kinds.get(column) or _file_kind(frame[column], label)
-        for column in frame.columns
-        if column != spec.target
+        column: spec.kinds.get(column) or _infer_kind(frame[column]) for column in columns
     }
+    doubts = {c: _doubt(frame[c], label) for c in columns if c not in spec.kinds}
     return RawData(
         frame=frame,
         attributes=attributes,
         target=spec.target,
         checksums={path.name: file_sha256(path)},
         source=str(spec.url or spec.path),
+        doubtful={column: why for column, why in doubts.items() if why},
     )
 
 

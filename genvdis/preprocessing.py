@@ -281,6 +281,10 @@ def prepare(raw: RawData, config: ExperimentConfig) -> PreparedData:
     if target_column not in raw.frame.columns:
         raise UserError(f"target.column: no column named '{target_column}' in the dataset")
     names = _without_target(names, target_column, config.attributes)
+    listed = config.attributes if isinstance(config.attributes, list) else list(raw.attributes)
+    for name, why in raw.doubtful.items():  # its kind unclear: refused wherever it may be used
+        if name in listed and name != target_column:
+            raise UserError(why)
     frame = raw.frame[names].copy()
     continuous = [n for n in names if raw.attributes[n] == "continuous"]
     discrete = [n for n in names if raw.attributes[n] == "discrete"]

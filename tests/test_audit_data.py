@@ -252,3 +252,8 @@ def test_init_on_numbers_with_a_few_text_cells(tmp_path):
     assert result.exit_code == 0, result.output
     text = " ".join(out.read_text().split())
     assert "x2: discrete" in text and "'unknown'" in text and "missing_values" in text, text
+
+
+def test_numbers_with_text_cells_in_a_column_not_used_are_no_error(tmp_path):
+    data = prepared(tmp_path, MOSTLY_NUMBERS, config('{positive: ["yes"]}', "attributes: [x1]"))
+    assert data.feature_names == ["x1"] and data.n_rows == 40
