@@ -315,7 +315,16 @@ def write_starter(
     output = Path(output) if output is not None else Path(f"{config_name(table)}.yaml")
     if output.exists() and output.resolve() == table.resolve():
         raise UserError(f"--output: {output} is the table itself")
+    if output.is_dir():
+        raise UserError(f"--output: {output} is a folder; give the config file's path")
     if output.exists() and not force:
         raise UserError(f"{output}: already exists (--force overwrites it)")
-    atomic_write_text(output, starter_text(table, target, positive, output))
+    text = starter_text(table, target, positive, output)
+    try:
+        atomic_write_text(output, text)
+    except OSError as error:  # a read-only folder, a file where a folder should be
+        where = f" ({error.filename})" if error.filename else ""
+        raise UserError(
+            f"--output: cannot write {output}: {error.strerror or error}{where}"
+        ) from None
     return output

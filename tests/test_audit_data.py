@@ -257,3 +257,36 @@ def test_init_on_numbers_with_a_few_text_cells(tmp_path):
 def test_numbers_with_text_cells_in_a_column_not_used_are_no_error(tmp_path):
     data = prepared(tmp_path, MOSTLY_NUMBERS, config('{positive: ["yes"]}', "attributes: [x1]"))
     assert data.feature_names == ["x1"] and data.n_rows == 40
+
+
+# --- genvdis init's output --------------------------------------------------------------------
+
+
+def test_init_output_that_is_a_folder_is_a_user_error(tmp_path):
+    """--output naming a folder (with --force) was 'internal error: IsADirectoryError', exit 1."""
+    (tmp_path / "data.csv").write_text(
+        THREE * 1 + "".join(f"{i},x,yes\n{i},y,no\n" for i in range(9))
+    )
+    (tmp_path / "out").mkdir()
+    args = [
+        "init",
+        str(tmp_path / "data.csv"),
+        "--target",
+        "label",
+        "--output",
+        str(tmp_path / "out"),
+    ]
+    result = CliRunner().invoke(app, [*args, "--force"])
+    assert result.exit_code == 2, result.output
+    assert "--output" in result.output and "is a folder" in result.output, result.output
+    assert (tmp_path / "out").is_dir()
+
+
+def test_init_output_that_cannot_be_written_is_a_user_error(tmp_path):
+    (tmp_path / "data.csv").write_text("".join(f"{i},x,yes\n{i},y,no\n" for i in range(9)))
+    (tmp_path / "data.csv").write_text("a,b,label\n" + (tmp_path / "data.csv").read_text())
+    out = tmp_path / "data.csv" / "c.yaml"  # under a file
+    args = ["init", str(tmp_path / "data.csv"), "--target", "label", "--output", str(out)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert "--output: cannot write" in result.output, result.output
