@@ -58,7 +58,7 @@ class RawData:
     checksums: dict[str, str] = field(default_factory=dict)
     source: str = ""
     # attributes inferred discrete only for a few text cells among many numbers, each with
-    # the error that refuses it if a config uses it (datasource._file_kind)
+    # the error that refuses it if a config uses it (datasource._doubt)
     doubtful: dict[str, str] = field(default_factory=dict)
 
 
