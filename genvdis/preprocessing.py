@@ -100,6 +100,10 @@ class PreparedData:
 def select_attributes(raw: RawData, attributes: str | list[str]) -> list[str]:
     if isinstance(attributes, list):
         unknown = [a for a in attributes if a not in raw.attributes]
+        if raw.target in unknown:
+            raise UserError(
+                f"attributes: '{raw.target}' is the dataset's label column, not an attribute"
+            )
         if unknown:
             raise UserError(f"attributes: no attribute named '{unknown[0]}' in the dataset")
         return list(attributes)

@@ -290,3 +290,8 @@ def test_init_output_that_cannot_be_written_is_a_user_error(tmp_path):
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2, result.output
     assert "--output: cannot write" in result.output, result.output
+
+
+def test_the_dataset_target_listed_in_attributes_is_named_as_the_target(tmp_path):
+    with pytest.raises(UserError, match=r"attributes: 'label' is the dataset's label column"):
+        prepared(tmp_path, THREE, config('{positive: ["yes"]}', "attributes: [a, label]"))
