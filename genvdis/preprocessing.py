@@ -97,15 +97,22 @@ class PreparedData:
         return tuple(int(c) for c in np.bincount(self.y, minlength=2))
 
 
-def select_attributes(raw: RawData, attributes: str | list[str]) -> list[str]:
+def select_attributes(raw: RawData, attributes: str | list[str], target: str = "") -> list[str]:
+    """The attributes the models see: never the `target` column (`target.column` may name one
+    of the dataset's attributes: the models would be given the label itself)."""
     if isinstance(attributes, list):
         unknown = [a for a in attributes if a not in raw.attributes]
         if unknown:
             raise UserError(f"attributes: no attribute named '{unknown[0]}' in the dataset")
+        if target in attributes:
+            raise UserError(
+                f"attributes: '{target}' is the target.column, the label the models predict; "
+                "leave it out of attributes"
+            )
         return list(attributes)
     if attributes == "all":
-        return list(raw.attributes)
-    chosen = [name for name, kind in raw.attributes.items() if kind == attributes]
+        return [name for name in raw.attributes if name != target]
+    chosen = [n for n, kind in raw.attributes.items() if kind == attributes and n != target]
     if not chosen:
         raise UserError(f"attributes: the dataset has no {attributes} attributes")
     return chosen
@@ -238,10 +245,10 @@ def _level_codes(column: pd.Series) -> tuple[np.ndarray, list[str]]:
 
 def prepare(raw: RawData, config: ExperimentConfig) -> PreparedData:
     """Apply the config's attribute subset, target mapping, missing policy and scaling."""
-    names = select_attributes(raw, config.attributes)
     target_column = config.target.column or raw.target
     if target_column not in raw.frame.columns:
         raise UserError(f"target.column: no column named '{target_column}' in the dataset")
+    names = select_attributes(raw, config.attributes, target_column)
     frame = raw.frame[names].copy()
     continuous = [n for n in names if raw.attributes[n] == "continuous"]
     discrete = [n for n in names if raw.attributes[n] == "discrete"]

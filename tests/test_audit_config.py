@@ -1,0 +1,67 @@
+"""Configs that parsed and ran with exit 0 while a setting was silently changed or ignored:
+each case here ran before its fix and gave wrong or altered numbers (or dropped rows) without
+a word. Each test asserts what the user cares about: the run's numbers and rows, or one
+`error:` line naming the config field and saying what to do.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from genvdis.cli import app
+
+TINY = ("sizes: [10, 20]", "splits: 4")
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(app, list(args))
+
+
+def run(config: Path, out: Path, *extra: str):
+    return invoke("run", str(config), "--out", str(out), "--quiet", *extra)
+
+
+def assert_user_error(result, *names: str) -> str:
+    """Exit 2, one line starting 'error:' naming every one of `names`, no traceback."""
+    message = result.stderr.strip()
+    assert result.exit_code == 2, (result.exit_code, result.output)
+    assert len(message.splitlines()) == 1, message
+    assert message.startswith("error: "), message
+    assert "Traceback" not in result.output
+    for name in names:
+        assert name in message, (name, message)
+    return message
+
+
+# --- target.column: the label column is never also a feature ----------------------------------
+
+
+def test_a_target_column_that_is_an_attribute_is_not_also_a_feature(
+    tmp_path, toy_config, write_toy
+):
+    """`target: {column: region}` on toy.csv (region is one of its attributes): the models were
+    given region itself as a feature and predicted it without error (0.0 at every m)."""
+    text = toy_config(
+        *TINY, replace={'target: {positive: ["yes"]}': "target: {column: region, positive: [north]}"}
+    )
+    done = run(write_toy(tmp_path, text), tmp_path / "out")
+    assert done.exit_code == 0, done.output
+    config = (tmp_path / "out" / "toy" / "config.yaml").read_text()
+    features = pd.read_csv(tmp_path / "out" / "toy" / "summary.csv")
+    assert features["mean"].min() > 0.1  # region is not predictable from the other columns
+    # age, income (continuous), visits and plan (discrete): not region
+    assert "continuous: 2\n  discrete: 2\n" in config
+
+
+def test_a_target_column_listed_in_attributes_is_refused(tmp_path, toy_config, write_toy):
+    text = toy_config(
+        *TINY,
+        "attributes: [age, region]",
+        replace={'target: {positive: ["yes"]}': "target: {column: region, positive: [north]}"},
+    )
+    result = run(write_toy(tmp_path, text), tmp_path / "out")
+    assert_user_error(result, "attributes", "'region'", "target.column")
