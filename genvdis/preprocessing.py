@@ -158,9 +158,11 @@ def make_labels(labels: pd.Series, target: TargetSpec) -> pd.Series:
         out = ops[rule.op](values, cut).astype(float)
         return out.where(values.notna())
     text = labels.astype("string").str.strip()
-    unknown = sorted(set(target.positive) - set(text.dropna().unique()))
-    if unknown:
-        raise UserError(f"target.positive: label '{unknown[0]}' does not occur in the data")
+    occurring = set(text.dropna().unique())
+    for key in ("positive", "negative"):  # a label matching no row is a typo: its rows dropped
+        unknown = sorted(set(getattr(target, key) or ()) - occurring)
+        if unknown:
+            raise UserError(f"target.{key}: label '{unknown[0]}' does not occur in the data")
     positive = text.isin(target.positive)
     negative = text.isin(target.negative) if target.negative else ~positive & text.notna()
     return pd.Series(np.where(positive, 1.0, np.where(negative, 0.0, np.nan)), index=labels.index)

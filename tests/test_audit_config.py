@@ -65,3 +65,21 @@ def test_a_target_column_listed_in_attributes_is_refused(tmp_path, toy_config, w
     )
     result = run(write_toy(tmp_path, text), tmp_path / "out")
     assert_user_error(result, "attributes", "'region'", "target.column")
+
+
+# --- target.negative: a label that occurs nowhere is a typo, as for positive -------------------
+
+
+def test_a_negative_label_that_does_not_occur_is_refused(tmp_path, toy_config, write_toy):
+    """`negative: [south, wset]` on toy.csv's region: the misspelt 'wset' matched no row, so
+    the 82 'west' rows were silently dropped (exit 0, a run on 155 rows instead of 237)."""
+    text = toy_config(
+        *TINY,
+        replace={
+            "target: label": "target: region",
+            'target: {positive: ["yes"]}': "target: {positive: [north], negative: [south, wset]}",
+        },
+    )
+    result = run(write_toy(tmp_path, text), tmp_path / "out")
+    assert_user_error(result, "target.negative", "'wset'")
+    assert not (tmp_path / "out" / "toy" / "errors.csv").exists()

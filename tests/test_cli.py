@@ -143,7 +143,7 @@ RUN_CASES = [
     ),
     (
         "negative-class-empty",
-        toy(replace={'["yes"]': '["yes"], negative: ["maybe"]'}),
+        toy(replace={'["yes"]': '["yes", "no"]'}),  # every label positive
         [],
         ["target", "negative class is empty"],
     ),
