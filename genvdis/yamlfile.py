@@ -10,6 +10,7 @@ and only then turned into Python objects.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,10 @@ MAX_BYTES = 2**20  # a config is a few hundred bytes; the shipped ones are under
 MAX_VALUES = 100_000  # values (scalars, lists, mappings) once aliases are expanded
 MAX_DEPTH = 50  # nesting, once aliases are expanded
 MERGE_TAG = "tag:yaml.org,2002:merge"
+NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
+# Numbers that YAML 1.1 (PyYAML) reads otherwise than they look, and than YAML 1.2 would: a
+# leading 0 is octal (`splits: 010` is 8) and colons are base 60 (`seed: 1:05` is 65).
+OCTAL = re.compile(r"[-+]?0[0-7_]+")
 
 
 def read_yaml(path: str | Path) -> Any:
@@ -103,6 +108,8 @@ def _check_graph(root: yaml.Node, path: Path) -> None:
             raise UserError(f"{path}: an alias at line {node.start_mark.line + 1} contains itself")
         if isinstance(node, yaml.MappingNode):
             _check_keys(node, path)
+        elif isinstance(node, yaml.ScalarNode):
+            _check_number(node, path)
         open_nodes.add(key)
         stack.append((node, True))
         stack.extend((child, False) for child in children)
@@ -119,3 +126,21 @@ def _check_keys(node: yaml.MappingNode, path: Path) -> None:
             where = f"lines {first} and {line}" if first != line else f"line {line}, twice"
             raise UserError(f"{path}: duplicate key '{key.value}' at {where}")
         first_line[name] = line
+
+
+def _check_number(node: yaml.ScalarNode, path: Path) -> None:
+    """A plain number written with a leading 0 or with colons: refused, not silently read as
+    octal or base 60."""
+    if node.tag not in NUMBER_TAGS or node.style is not None:
+        return
+    text = node.value
+    if OCTAL.fullmatch(text):
+        why = "a leading 0 makes it octal"
+    elif ":" in text:
+        why = "colons make it base 60"
+    else:
+        return
+    raise UserError(
+        f"{path}: '{text}' at line {node.start_mark.line + 1} would be read as "
+        f"{yaml.safe_load(text)} ({why}); write the number without it, or quote it for text"
+    )

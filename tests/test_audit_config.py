@@ -83,3 +83,37 @@ def test_a_negative_label_that_does_not_occur_is_refused(tmp_path, toy_config, w
     result = run(write_toy(tmp_path, text), tmp_path / "out")
     assert_user_error(result, "target.negative", "'wset'")
     assert not (tmp_path / "out" / "toy" / "errors.csv").exists()
+
+
+# --- numbers YAML 1.1 reads otherwise than they look ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "text", "value"),
+    [
+        ("splits: 010", "'010'", "8"),  # ran 8 splits
+        ("sizes: [020, 40]", "'020'", "16"),  # ran m = 16
+        ("seed: 1:05", "'1:05'", "65"),  # ran seed 65
+    ],
+)
+def test_a_number_read_as_octal_or_base_60_is_refused(
+    tmp_path, toy_config, write_toy, line, text, value
+):
+    """PyYAML reads YAML 1.1: a leading 0 is octal and colons are base 60. Such a config ran
+    with exit 0 on numbers other than those written, and config.yaml recorded those."""
+    key = line.split(":")[0]
+    lines = [x for x in TINY if not x.startswith(key)]
+    config = write_toy(tmp_path, toy_config(*lines, line))
+    message = assert_user_error(run(config, tmp_path / "out"), "config.yaml", text, value)
+    assert f"line {config.read_text().splitlines().index(line) + 1}" in message
+    assert not (tmp_path / "out" / "toy").exists()
+    assert_user_error(invoke("validate", str(config)), text)
+
+
+def test_numbers_that_read_as_they_look_still_load(tmp_path, toy_config, write_toy):
+    """0, digits with underscores, hex, and quoted text are left alone."""
+    from genvdis.config import load_config
+
+    lines = ("sizes: [10, 0x14]", "splits: 1_0", "seed: 0", "title: '010'")
+    loaded = load_config(write_toy(tmp_path, toy_config(*lines)))
+    assert (loaded.size_grid, loaded.splits, loaded.seed, loaded.title) == ([10, 20], 10, 0, "010")
