@@ -117,3 +117,21 @@ def test_numbers_that_read_as_they_look_still_load(tmp_path, toy_config, write_t
     lines = ("sizes: [10, 0x14]", "splits: 1_0", "seed: 0", "title: '010'")
     loaded = load_config(write_toy(tmp_path, toy_config(*lines)))
     assert (loaded.size_grid, loaded.splits, loaded.seed, loaded.title) == ([10, 20], 10, 0, "010")
+
+
+# --- panel: one run per Figure 1 panel ---------------------------------------------------------
+
+
+def test_two_configs_of_one_panel_in_one_run_are_refused(tmp_path, toy_config, write_toy):
+    """`genvdis run a.yaml b.yaml`, both `panel: 3`: both ran (exit 0), and Figure 1 drew only
+    one of them as panel 3, the other left out without a word."""
+    first = write_toy(tmp_path, toy_config(*TINY, "panel: 3"), "a.yaml")
+    text = toy_config(*TINY, "panel: 3", replace={"name: toy": "name: other"})
+    second = write_toy(tmp_path, text, "b.yaml")
+    result = invoke("run", str(first), str(second), "--out", str(tmp_path / "out"), "--quiet")
+    assert_user_error(result, "a.yaml", "b.yaml", "panel 3", "remove panel:")
+    assert not (tmp_path / "out").exists()
+    # the same config twice is one run, and other panels are fine
+    third = write_toy(tmp_path, text.replace("panel: 3", "panel: 4"), "c.yaml")
+    result = invoke("run", str(first), str(first), str(third), "--out", str(tmp_path / "out"), "-q")
+    assert result.exit_code == 0, result.output
