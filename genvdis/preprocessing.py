@@ -151,6 +151,13 @@ def make_labels(labels: pd.Series, target: TargetSpec) -> pd.Series:
         values = pd.to_numeric(labels, errors="coerce")
         if values.isna().all():
             raise UserError("target.threshold: the target column is not numeric")
+        text = labels.notna() & values.isna()  # not a number, nor a missing value: no class
+        if text.any():
+            row = text.idxmax()
+            raise UserError(
+                f"target.threshold: the target column holds text, '{labels[row]}' in data row "
+                f"{row + 1}; fix it, or list it in dataset.missing_values to drop its rows"
+            )
         rule = target.threshold
         cut = values.median() if rule.value == "median" else values.mean()
         cut = cut if isinstance(rule.value, str) else rule.value

@@ -135,3 +135,29 @@ def test_two_configs_of_one_panel_in_one_run_are_refused(tmp_path, toy_config, w
     third = write_toy(tmp_path, text.replace("panel: 3", "panel: 4"), "c.yaml")
     result = invoke("run", str(first), str(first), str(third), "--out", str(tmp_path / "out"), "-q")
     assert result.exit_code == 0, result.output
+
+
+# --- target.threshold: a label cell that is no number ------------------------------------------
+
+
+def test_a_threshold_target_with_text_cells_is_refused(tmp_path, toy_config, write_toy):
+    """toy.csv's income, 'n/a' in 39 rows, as a threshold target: those rows were dropped
+    without a word (a run on 261 rows, exit 0), where the same text in a continuous attribute
+    is an error. A text listed in missing_values is missing, and its rows dropped, as before."""
+    table = pd.read_csv(write_toy(tmp_path, "").parent / "toy.csv")
+    table["income"] = table["income"].astype(object)
+    table.loc[3:41, "income"] = "n/a"
+    table.to_csv(tmp_path / "toy.csv", index=False)
+    replace = {
+        "target: label}": "target: income}",
+        'target: {positive: ["yes"]}': "target: {threshold: {op: '>', value: median}}",
+    }
+    config = tmp_path / "config.yaml"
+    config.write_text(toy_config(*TINY, replace=replace))
+    result = run(config, tmp_path / "out")
+    assert_user_error(result, "target.threshold", "'n/a'", "data row 4", "missing_values")
+    listed = replace | {"target: income}": "target: income, missing_values: ['n/a']}"}
+    config.write_text(toy_config(*TINY, replace=listed))
+    assert run(config, tmp_path / "out").exit_code == 0
+    done = (tmp_path / "out" / "toy" / "config.yaml").read_text()
+    assert "n_rows: 261" in done
