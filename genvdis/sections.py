@@ -319,5 +319,7 @@ class SizeRange(StrictModel):
     def values(self) -> list[int]:
         if self.stop < self.start:
             raise ValueError("'stop' must be >= 'start'")
+        if self.num == 1 and self.stop != self.start:  # the range would be 'start' alone
+            raise ValueError("'num: 1' gives 'start' alone, not 'stop': give num >= 2")
         space = np.geomspace if self.spacing == "log" else np.linspace
         return sorted({int(round(v)) for v in space(self.start, self.stop, self.num)})

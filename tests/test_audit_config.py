@@ -161,3 +161,14 @@ def test_a_threshold_target_with_text_cells_is_refused(tmp_path, toy_config, wri
     assert run(config, tmp_path / "out").exit_code == 0
     done = (tmp_path / "out" / "toy" / "config.yaml").read_text()
     assert "n_rows: 261" in done
+
+
+# --- sizes: a range of one size ------------------------------------------------------------------
+
+
+def test_a_size_range_of_one_value_that_ignores_stop_is_refused(tmp_path, toy_config, write_toy):
+    """`sizes: {start: 10, stop: 200, num: 1}` ran m = 10 alone (exit 0): stop was ignored."""
+    text = toy_config("sizes: {start: 10, stop: 200, num: 1}", "splits: 4")
+    assert_user_error(invoke("validate", str(write_toy(tmp_path, text))), "sizes", "num")
+    same = toy_config("sizes: {start: 10, stop: 10, num: 1}", "splits: 4")
+    assert invoke("validate", str(write_toy(tmp_path, same))).exit_code == 0
