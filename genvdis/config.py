@@ -156,6 +156,8 @@ class ExperimentConfig(RunConfig):
             unknown = [x for x in pair if x not in names]
             if unknown and names:
                 raise ValueError(f"pair {i}: '{unknown[0]}' is not in models ({', '.join(names)})")
+            if pair in value[: i - 1]:
+                raise ValueError(f"pair {i} {pair} repeats pair {value.index(pair) + 1}")
         return value
 
     @model_serializer(mode="wrap")

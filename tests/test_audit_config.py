@@ -172,3 +172,14 @@ def test_a_size_range_of_one_value_that_ignores_stop_is_refused(tmp_path, toy_co
     assert_user_error(invoke("validate", str(write_toy(tmp_path, text))), "sizes", "num")
     same = toy_config("sizes: {start: 10, stop: 10, num: 1}", "splits: 4")
     assert invoke("validate", str(write_toy(tmp_path, same))).exit_code == 0
+
+
+# --- compare: each pair once -------------------------------------------------------------------
+
+
+def test_a_compare_pair_given_twice_is_refused(tmp_path, toy_config, write_toy):
+    """The pair was analysed twice: two identical rows in pairs.csv and in the report."""
+    pairs = "compare: [[naive_bayes, lda], [lda, naive_bayes], [naive_bayes, lda]]"
+    text = toy_config(*TINY, "models: [naive_bayes, lda]", pairs)
+    message = assert_user_error(invoke("validate", str(write_toy(tmp_path, text))), "compare")
+    assert "pair 3 ['naive_bayes', 'lda'] repeats pair 1" in message
