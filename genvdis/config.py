@@ -207,6 +207,17 @@ class ExperimentConfig(RunConfig):
         return sorted(set(self.sizes))
 
     @property
+    def unused_settings(self) -> list[str]:
+        """Settings given a value that nothing in this config reads (`separable`'s and
+        `continuous`'s options under another choice), each as '<field>: <why>': a run says so,
+        as they change no number (a sweep may vary them on purpose: docs/sweeps.md)."""
+        found = [f"preprocessing.{line}" for line in self.preprocessing.unused()]
+        for spec in self.models:
+            if isinstance(spec, LogisticRegressionSpec):
+                found += [f"models.{spec.name}.{line}" for line in spec.unused()]
+        return found
+
+    @property
     def data_dir(self) -> Path:
         """The folder a relative `dataset.path` is read from (the config file's)."""
         return self._data_dir or Path(".")

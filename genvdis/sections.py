@@ -188,6 +188,17 @@ class Preprocessing(StrictModel):
     # drop: the uniform law on separating hyperplanes depends on it (docs/separable.md)
     encoding: Literal["drop_first", "drop_last", "full"] = "drop_first"
 
+    def unused(self) -> list[str]:
+        """`bins` and `strategy` set away from their default without `continuous: discretize`,
+        the one setting that reads them, each as '<key>: <why>'."""
+        if self.continuous == "discretize":
+            return []
+        return [
+            f"{key}: {getattr(self, key)} acts only under continuous: discretize"
+            for key in ("bins", "strategy")
+            if getattr(self, key) != type(self).model_fields[key].default
+        ]
+
 
 # --- models ----------------------------------------------------------------------------------
 
@@ -214,6 +225,16 @@ class LogisticRegressionSpec(StrictModel):
     )
     max_iter: int = Field(default=100, ge=1)
     tol: float = Field(default=1e-8, gt=0)
+
+    def unused(self) -> list[str]:
+        """Parameters set away from their default that this model's `separable` rule never
+        reads (C: ridge only; mcmc_iterations: sample only), each as '<key>: <why>'."""
+        acts = {"C": "ridge", "mcmc_iterations": "sample"}
+        return [
+            f"{key}: {getattr(self, key)} acts only under separable: {rule}, not {self.separable}"
+            for key, rule in acts.items()
+            if self.separable != rule and getattr(self, key) != type(self).model_fields[key].default
+        ]
 
 
 class LDASpec(StrictModel):

@@ -220,3 +220,28 @@ def test_a_key_two_merged_mappings_both_give_is_refused(tmp_path, toy_config, wr
     models = "models: [&lr {name: logistic_regression, separable: ridge}, {<<: [*lr, *lr], C: 2.0}]"
     twice = toy_config("sizes: [10]", "splits: 4", models)
     assert_user_error(invoke("validate", str(write_toy(tmp_path, twice))), "each model may appear")
+
+
+# --- settings that nothing reads ----------------------------------------------------------------
+
+
+def test_a_run_says_which_settings_change_nothing(tmp_path, toy_config, write_toy):
+    """`C: 5` under `separable: sample` (C is the ridge rule's) and `bins: 7` without
+    `discretize` were ignored without a word. They still run (a sweep varies them on purpose),
+    with the same bytes, and the run now says so, naming each field."""
+    models = "models: [naive_bayes, {name: logistic_regression, C: 5, mcmc_iterations: 30}]"
+    text = toy_config(*TINY, models, "preprocessing: {bins: 7, strategy: quantile}")
+    result = invoke("run", str(write_toy(tmp_path / "a", text)), "--out", str(tmp_path / "a"))
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stderr.splitlines() if "changes nothing" in line]
+    assert lines == [
+        "toy: preprocessing.bins: 7 acts only under continuous: discretize: it changes nothing",
+        "toy: models.logistic_regression.C: 5.0 acts only under separable: ridge, not sample: "
+        "it changes nothing",
+    ]
+    plain = invoke(
+        "run", str(write_toy(tmp_path / "b", toy_config(*TINY))), "--out", str(tmp_path / "b")
+    )
+    assert "changes nothing" not in plain.stderr
+    errors = [(tmp_path / x / "toy" / "errors.csv").read_bytes() for x in "ab"]
+    assert errors[0] == errors[1]
