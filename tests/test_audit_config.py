@@ -245,3 +245,19 @@ def test_a_run_says_which_settings_change_nothing(tmp_path, toy_config, write_to
     assert "changes nothing" not in plain.stderr
     errors = [(tmp_path / x / "toy" / "errors.csv").read_bytes() for x in "ab"]
     assert errors[0] == errors[1]
+
+
+@pytest.mark.parametrize(
+    ("estimator", "kind"),
+    [
+        ("sklearn.svm.OneClassSVM", "an outlier detector"),
+        ("sklearn.mixture.GaussianMixture", "a density estimator"),
+        ("sklearn.cluster.KMeans", "a clusterer"),
+    ],
+)
+def test_an_estimator_of_another_kind_is_named_in_words(
+    tmp_path, toy_config, write_toy, estimator, kind
+):
+    text = toy_config(*TINY, f"models: [naive_bayes, {{name: other, estimator: {estimator}}}]")
+    result = invoke("validate", str(write_toy(tmp_path, text)))
+    assert_user_error(result, "models: 'other'", f"{kind}, not a classifier")
