@@ -268,7 +268,8 @@ class EstimatorSpec(StrictModel):
     @field_validator("params", mode="after")
     @classmethod
     def _seeded(cls, params: dict[str, Any]) -> dict[str, Any]:
-        if "random_state" in params and not isinstance(params["random_state"], int):
+        seed = params.get("random_state")
+        if "random_state" in params and (not isinstance(seed, int) or isinstance(seed, bool)):
             raise ValueError(
                 "random_state must be an integer, or left out (genvdis then derives one per "
                 "split); anything else would make the results irreproducible"

@@ -261,3 +261,13 @@ def test_an_estimator_of_another_kind_is_named_in_words(
     text = toy_config(*TINY, f"models: [naive_bayes, {{name: other, estimator: {estimator}}}]")
     result = invoke("validate", str(write_toy(tmp_path, text)))
     assert_user_error(result, "models: 'other'", f"{kind}, not a classifier")
+
+
+def test_random_state_true_is_refused(tmp_path, toy_config, write_toy):
+    """`random_state: true` passed as an integer (True is 1 to Python and scikit-learn): every
+    split got the fixed seed 1, where left out each split gets its own."""
+    params = "{n_estimators: 5, random_state: true}"
+    model = f"{{name: rf, estimator: sklearn.ensemble.RandomForestClassifier, params: {params}}}"
+    text = toy_config(*TINY, f"models: [naive_bayes, {model}]")
+    result = invoke("validate", str(write_toy(tmp_path, text)))
+    assert_user_error(result, "models.1.params", "random_state must be an integer")
