@@ -97,22 +97,15 @@ class PreparedData:
         return tuple(int(c) for c in np.bincount(self.y, minlength=2))
 
 
-def select_attributes(raw: RawData, attributes: str | list[str], target: str = "") -> list[str]:
-    """The attributes the models see: never the `target` column (`target.column` may name one
-    of the dataset's attributes: the models would be given the label itself)."""
+def select_attributes(raw: RawData, attributes: str | list[str]) -> list[str]:
     if isinstance(attributes, list):
         unknown = [a for a in attributes if a not in raw.attributes]
         if unknown:
             raise UserError(f"attributes: no attribute named '{unknown[0]}' in the dataset")
-        if target in attributes:
-            raise UserError(
-                f"attributes: '{target}' is the target.column, the label the models predict; "
-                "leave it out of attributes"
-            )
         return list(attributes)
     if attributes == "all":
-        return [name for name in raw.attributes if name != target]
-    chosen = [n for n, kind in raw.attributes.items() if kind == attributes and n != target]
+        return list(raw.attributes)
+    chosen = [name for name, kind in raw.attributes.items() if kind == attributes]
     if not chosen:
         raise UserError(f"attributes: the dataset has no {attributes} attributes")
     return chosen
@@ -151,13 +144,6 @@ def make_labels(labels: pd.Series, target: TargetSpec) -> pd.Series:
         values = pd.to_numeric(labels, errors="coerce")
         if values.isna().all():
             raise UserError("target.threshold: the target column is not numeric")
-        text = labels.notna() & values.isna()  # not a number, nor a missing value: no class
-        if text.any():
-            row = text.idxmax()
-            raise UserError(
-                f"target.threshold: the target column holds text, '{labels[row]}' in data row "
-                f"{row + 1}; fix it, or list it in dataset.missing_values to drop its rows"
-            )
         rule = target.threshold
         cut = values.median() if rule.value == "median" else values.mean()
         cut = cut if isinstance(rule.value, str) else rule.value
@@ -165,11 +151,9 @@ def make_labels(labels: pd.Series, target: TargetSpec) -> pd.Series:
         out = ops[rule.op](values, cut).astype(float)
         return out.where(values.notna())
     text = labels.astype("string").str.strip()
-    occurring = set(text.dropna().unique())
-    for key in ("positive", "negative"):  # a label matching no row is a typo: its rows dropped
-        unknown = sorted(set(getattr(target, key) or ()) - occurring)
-        if unknown:
-            raise UserError(f"target.{key}: label '{unknown[0]}' does not occur in the data")
+    unknown = sorted(set(target.positive) - set(text.dropna().unique()))
+    if unknown:
+        raise UserError(f"target.positive: label '{unknown[0]}' does not occur in the data")
     positive = text.isin(target.positive)
     negative = text.isin(target.negative) if target.negative else ~positive & text.notna()
     return pd.Series(np.where(positive, 1.0, np.where(negative, 0.0, np.nan)), index=labels.index)
@@ -254,10 +238,10 @@ def _level_codes(column: pd.Series) -> tuple[np.ndarray, list[str]]:
 
 def prepare(raw: RawData, config: ExperimentConfig) -> PreparedData:
     """Apply the config's attribute subset, target mapping, missing policy and scaling."""
+    names = select_attributes(raw, config.attributes)
     target_column = config.target.column or raw.target
     if target_column not in raw.frame.columns:
         raise UserError(f"target.column: no column named '{target_column}' in the dataset")
-    names = select_attributes(raw, config.attributes, target_column)
     frame = raw.frame[names].copy()
     continuous = [n for n in names if raw.attributes[n] == "continuous"]
     discrete = [n for n in names if raw.attributes[n] == "discrete"]

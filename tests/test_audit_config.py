@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
@@ -35,55 +34,6 @@ def assert_user_error(result, *names: str) -> str:
     for name in names:
         assert name in message, (name, message)
     return message
-
-
-# --- target.column: the label column is never also a feature ----------------------------------
-
-
-def test_a_target_column_that_is_an_attribute_is_not_also_a_feature(
-    tmp_path, toy_config, write_toy
-):
-    """`target: {column: region}` on toy.csv (region is one of its attributes): the models were
-    given region itself as a feature (mean error 0.02 at m = 20, where it is 0.3 without)."""
-    text = toy_config(
-        *TINY,
-        replace={'target: {positive: ["yes"]}': "target: {column: region, positive: [north]}"},
-    )
-    done = run(write_toy(tmp_path, text), tmp_path / "out")
-    assert done.exit_code == 0, done.output
-    config = (tmp_path / "out" / "toy" / "config.yaml").read_text()
-    features = pd.read_csv(tmp_path / "out" / "toy" / "summary.csv")
-    assert features["mean"].min() > 0.1  # region is not predictable from the other columns
-    # age, income (continuous), visits and plan (discrete): not region
-    assert "continuous: 2\n  discrete: 2\n" in config
-
-
-def test_a_target_column_listed_in_attributes_is_refused(tmp_path, toy_config, write_toy):
-    text = toy_config(
-        *TINY,
-        "attributes: [age, region]",
-        replace={'target: {positive: ["yes"]}': "target: {column: region, positive: [north]}"},
-    )
-    result = run(write_toy(tmp_path, text), tmp_path / "out")
-    assert_user_error(result, "attributes", "'region'", "target.column")
-
-
-# --- target.negative: a label that occurs nowhere is a typo, as for positive -------------------
-
-
-def test_a_negative_label_that_does_not_occur_is_refused(tmp_path, toy_config, write_toy):
-    """`negative: [south, wset]` on toy.csv's region: the misspelt 'wset' matched no row, so
-    the 82 'west' rows were silently dropped (exit 0, a run on 155 rows instead of 237)."""
-    text = toy_config(
-        *TINY,
-        replace={
-            "target: label": "target: region",
-            'target: {positive: ["yes"]}': "target: {positive: [north], negative: [south, wset]}",
-        },
-    )
-    result = run(write_toy(tmp_path, text), tmp_path / "out")
-    assert_user_error(result, "target.negative", "'wset'")
-    assert not (tmp_path / "out" / "toy" / "errors.csv").exists()
 
 
 # --- numbers YAML 1.1 reads otherwise than they look ------------------------------------------
@@ -136,32 +86,6 @@ def test_two_configs_of_one_panel_in_one_run_are_refused(tmp_path, toy_config, w
     third = write_toy(tmp_path, text.replace("panel: 3", "panel: 4"), "c.yaml")
     result = invoke("run", str(first), str(first), str(third), "--out", str(tmp_path / "out"), "-q")
     assert result.exit_code == 0, result.output
-
-
-# --- target.threshold: a label cell that is no number ------------------------------------------
-
-
-def test_a_threshold_target_with_text_cells_is_refused(tmp_path, toy_config, write_toy):
-    """toy.csv's income, 'n/a' in 39 rows, as a threshold target: those rows were dropped
-    without a word (a run on 261 rows, exit 0), where the same text in a continuous attribute
-    is an error. A text listed in missing_values is missing, and its rows dropped, as before."""
-    table = pd.read_csv(write_toy(tmp_path, "").parent / "toy.csv")
-    table["income"] = table["income"].astype(object)
-    table.loc[3:41, "income"] = "n/a"
-    table.to_csv(tmp_path / "toy.csv", index=False)
-    replace = {
-        "target: label}": "target: income}",
-        'target: {positive: ["yes"]}': "target: {threshold: {op: '>', value: median}}",
-    }
-    config = tmp_path / "config.yaml"
-    config.write_text(toy_config(*TINY, replace=replace))
-    result = run(config, tmp_path / "out")
-    assert_user_error(result, "target.threshold", "'n/a'", "data row 4", "missing_values")
-    listed = replace | {"target: income}": "target: income, missing_values: ['n/a']}"}
-    config.write_text(toy_config(*TINY, replace=listed))
-    assert run(config, tmp_path / "out").exit_code == 0
-    done = (tmp_path / "out" / "toy" / "config.yaml").read_text()
-    assert "n_rows: 261" in done
 
 
 # --- sizes: a range of one size ------------------------------------------------------------------

@@ -143,7 +143,7 @@ RUN_CASES = [
     ),
     (
         "negative-class-empty",
-        toy(replace={'["yes"]': '["yes", "no"]'}),  # every label positive
+        toy(replace={'["yes"]': '["yes"], negative: ["maybe"]'}),
         [],
         ["target", "negative class is empty"],
     ),
