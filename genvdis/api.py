@@ -15,8 +15,8 @@ from genvdis.errors import UserError
 from genvdis.runresults import Results, open_results
 
 __all__ = [
-    "Results", "check_distinct_names", "check_run_options", "load_config", "open_results", "run",
-    "sweep",
+    "Results", "check_distinct_names", "check_distinct_panels", "check_run_options", "load_config",
+    "open_results", "run", "sweep",
 ]  # fmt: skip
 
 if TYPE_CHECKING:
@@ -85,6 +85,34 @@ def check_distinct_names(configs: Sequence[tuple[str, Any]]) -> None:
             raise UserError(
                 f"{seen[0]} and {label}: both are named '{config.name}' and would write one "
                 "results folder, the second run replacing the first; give them different names"
+            )
+
+
+def check_distinct_panels(configs: Sequence[tuple[str, Any]]) -> None:
+    """Figure 1 draws one run per `panel:` number: of two differently named configs with the
+    same panel run in one command, the figure would show one and leave the other out without a
+    word, so they are refused before anything runs.
+
+    Parameters
+    ----------
+    configs : sequence of (str, config)
+        Each config with what names it to the user (its file).
+
+    Raises
+    ------
+    UserError
+        Naming the two files and their shared panel.
+    """
+    first: dict[int, tuple[str, Any]] = {}
+    for label, config in configs:
+        panel = getattr(config, "panel", None)
+        if panel is None:
+            continue
+        seen = first.setdefault(panel, (label, config))
+        if seen[1].name != config.name:
+            raise UserError(
+                f"{seen[0]} and {label}: both are panel {panel}, and Figure 1 draws one run per "
+                "panel (the other would be left out); remove panel: from one of them"
             )
 
 

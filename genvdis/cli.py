@@ -212,6 +212,7 @@ def run(
     loaded = [api.load_config(path).with_overrides(splits=splits, seed=seed) for path in configs]
     named = [(str(path), config) for path, config in zip(configs, loaded, strict=True)]
     api.check_distinct_names(named)  # before anything runs
+    api.check_distinct_panels(named)
     for path, config in zip(configs, loaded, strict=True):
         try:
             done = api.run(

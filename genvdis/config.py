@@ -156,6 +156,8 @@ class ExperimentConfig(RunConfig):
             unknown = [x for x in pair if x not in names]
             if unknown and names:
                 raise ValueError(f"pair {i}: '{unknown[0]}' is not in models ({', '.join(names)})")
+            if pair in value[: i - 1]:
+                raise ValueError(f"pair {i} {pair} repeats pair {value.index(pair) + 1}")
         return value
 
     @model_serializer(mode="wrap")
@@ -203,6 +205,17 @@ class ExperimentConfig(RunConfig):
         if isinstance(self.sizes, SizeRange):
             return self.sizes.values()
         return sorted(set(self.sizes))
+
+    @property
+    def unused_settings(self) -> list[str]:
+        """Settings given a value that nothing in this config reads (`separable`'s and
+        `continuous`'s options under another choice), each as '<field>: <why>': a run says so,
+        as they change no number (a sweep may vary them on purpose: docs/sweeps.md)."""
+        found = [f"preprocessing.{line}" for line in self.preprocessing.unused()]
+        for spec in self.models:
+            if isinstance(spec, LogisticRegressionSpec):
+                found += [f"models.{spec.name}.{line}" for line in spec.unused()]
+        return found
 
     @property
     def data_dir(self) -> Path:

@@ -202,6 +202,8 @@ def run_experiment(
     tuning.tune_process()  # the run's parent; each worker tunes itself in `_task`
     run_dir = results.prepare_output(out_dir, folder or config.name)
     estimators.check_config(config, allow_imports)
+    for line in config.unused_settings:
+        log.warning("%s: %s: it changes nothing", config.name, line)
     if isinstance(config.dataset, SyntheticSource):
         spec = config.dataset.synthetic
         planning.check_synthetic(spec.n_rows, spec.n_features, spec.kind, force)

@@ -99,7 +99,9 @@ def resolve(spec: EstimatorSpec, allowed: Iterable[str]) -> type:
         raise UserError(f"{_entry(spec)}: not a classifier (it needs fit and predict methods)")
     kind = _estimator_type(found)
     if kind not in (None, "classifier"):
-        raise UserError(f"{_entry(spec)}: a {kind}, not a classifier")
+        kind = kind.replace("_", " ")  # outlier_detector, density_estimator
+        article = "an" if kind[0] in "aeiou" else "a"
+        raise UserError(f"{_entry(spec)}: {article} {kind}, not a classifier")
     return found
 
 

@@ -204,6 +204,17 @@ class Preprocessing(StrictModel):
     # drop: the uniform law on separating hyperplanes depends on it (docs/separable.md)
     encoding: Literal["drop_first", "drop_last", "full"] = "drop_first"
 
+    def unused(self) -> list[str]:
+        """`bins` and `strategy` set away from their default without `continuous: discretize`,
+        the one setting that reads them, each as '<key>: <why>'."""
+        if self.continuous == "discretize":
+            return []
+        return [
+            f"{key}: {getattr(self, key)} acts only under continuous: discretize"
+            for key in ("bins", "strategy")
+            if getattr(self, key) != type(self).model_fields[key].default
+        ]
+
 
 # --- models ----------------------------------------------------------------------------------
 
@@ -230,6 +241,16 @@ class LogisticRegressionSpec(StrictModel):
     )
     max_iter: int = Field(default=100, ge=1)
     tol: float = Field(default=1e-8, gt=0)
+
+    def unused(self) -> list[str]:
+        """Parameters set away from their default that this model's `separable` rule never
+        reads (C: ridge only; mcmc_iterations: sample only), each as '<key>: <why>'."""
+        acts = {"C": "ridge", "mcmc_iterations": "sample"}
+        return [
+            f"{key}: {getattr(self, key)} acts only under separable: {rule}, not {self.separable}"
+            for key, rule in acts.items()
+            if self.separable != rule and getattr(self, key) != type(self).model_fields[key].default
+        ]
 
 
 class LDASpec(StrictModel):
@@ -263,7 +284,8 @@ class EstimatorSpec(StrictModel):
     @field_validator("params", mode="after")
     @classmethod
     def _seeded(cls, params: dict[str, Any]) -> dict[str, Any]:
-        if "random_state" in params and not isinstance(params["random_state"], int):
+        seed = params.get("random_state")
+        if "random_state" in params and (not isinstance(seed, int) or isinstance(seed, bool)):
             raise ValueError(
                 "random_state must be an integer, or left out (genvdis then derives one per "
                 "split); anything else would make the results irreproducible"
@@ -335,5 +357,7 @@ class SizeRange(StrictModel):
     def values(self) -> list[int]:
         if self.stop < self.start:
             raise ValueError("'stop' must be >= 'start'")
+        if self.num == 1 and self.stop != self.start:  # the range would be 'start' alone
+            raise ValueError("'num: 1' gives 'start' alone, not 'stop': give num >= 2")
         space = np.geomspace if self.spacing == "log" else np.linspace
         return sorted({int(round(v)) for v in space(self.start, self.stop, self.num)})

@@ -10,6 +10,7 @@ and only then turned into Python objects.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,10 @@ MAX_BYTES = 2**20  # a config is a few hundred bytes; the shipped ones are under
 MAX_VALUES = 100_000  # values (scalars, lists, mappings) once aliases are expanded
 MAX_DEPTH = 50  # nesting, once aliases are expanded
 MERGE_TAG = "tag:yaml.org,2002:merge"
+NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
+# Numbers that YAML 1.1 (PyYAML) reads otherwise than they look, and than YAML 1.2 would: a
+# leading 0 is octal (`splits: 010` is 8) and colons are base 60 (`seed: 1:05` is 65).
+OCTAL = re.compile(r"[-+]?0[0-7_]+")
 
 
 def read_yaml(path: str | Path) -> Any:
@@ -80,6 +85,7 @@ def _check_graph(root: yaml.Node, path: Path) -> None:
     size: dict[int, int] = {}
     depth: dict[int, int] = {}
     open_nodes: set[int] = set()  # the current node's ancestors: an alias to one is a cycle
+    merged: dict[int, dict] = {}  # each mapping's keys once merges (<<) apply: _merged_keys
     stack: list[tuple[yaml.Node, bool]] = [(root, False)]
     while stack:
         node, finished = stack.pop()
@@ -102,20 +108,100 @@ def _check_graph(root: yaml.Node, path: Path) -> None:
         if key in open_nodes:
             raise UserError(f"{path}: an alias at line {node.start_mark.line + 1} contains itself")
         if isinstance(node, yaml.MappingNode):
-            _check_keys(node, path)
+            _check_keys(node, path, merged)
+        elif isinstance(node, yaml.ScalarNode):
+            _check_number(node, path)
         open_nodes.add(key)
         stack.append((node, True))
         stack.extend((child, False) for child in children)
 
 
-def _check_keys(node: yaml.MappingNode, path: Path) -> None:
+def _check_keys(node: yaml.MappingNode, path: Path, memo: dict[int, dict]) -> None:
     first_line: dict[tuple[str, str], int] = {}
     for key, _ in node.value:
-        if not isinstance(key, yaml.ScalarNode) or key.tag == MERGE_TAG:
-            continue  # a merge (<<) may be overridden: that is what it is for
+        # the keys a merge (<<) brings may be overridden by the mapping's own (that is what it
+        # is for), but a second << is a duplicate key too: PyYAML let it override the first
+        if not isinstance(key, yaml.ScalarNode):
+            continue
         line, name = key.start_mark.line + 1, (key.tag, key.value)
         if name in first_line:
             first = first_line[name]
             where = f"lines {first} and {line}" if first != line else f"line {line}, twice"
-            raise UserError(f"{path}: duplicate key '{key.value}' at {where}")
+            merge = "; merge several with <<: [*a, *b]" if key.tag == MERGE_TAG else ""
+            raise UserError(f"{path}: duplicate key '{key.value}' at {where}{merge}")
         first_line[name] = line
+    _check_merges(node, first_line, path, memo)
+
+
+def _merge_sources(value: yaml.Node) -> list[yaml.MappingNode]:
+    """The mappings a merge (<<) brings: one, or a list of them."""
+    if isinstance(value, yaml.MappingNode):
+        return [value]
+    if isinstance(value, yaml.SequenceNode):
+        return [item for item in value.value if isinstance(item, yaml.MappingNode)]
+    return []
+
+
+def _check_merges(
+    node: yaml.MappingNode, own: dict[tuple[str, str], int], path: Path, memo: dict[int, dict]
+) -> None:
+    """No key the mapping leaves to its merges may come from two of them: which one wins
+    depends, in PyYAML, on whether the two key strings are one object in memory (a list of
+    merges let the last win, where YAML says the first does)."""
+    given: dict[tuple[str, str], yaml.Node] = {}
+    for key, value in node.value:
+        if not (isinstance(key, yaml.ScalarNode) and key.tag == MERGE_TAG):
+            continue
+        for source in _merge_sources(value):
+            for name, from_key in _merged_keys(source, {id(node)}, memo).items():
+                first = given.setdefault(name, from_key)
+                if name not in own and first is not from_key:
+                    lines = f"lines {first.start_mark.line + 1} and {from_key.start_mark.line + 1}"
+                    raise UserError(
+                        f"{path}: key '{name[1]}' is merged (<<) at line {key.start_mark.line + 1}"
+                        f" from two mappings ({lines}), and which one wins is not reliable; "
+                        "give it in one of them only, or in the mapping itself"
+                    )
+
+
+def _merged_keys(
+    node: yaml.MappingNode, inside: set[int], memo: dict[int, dict]
+) -> dict[tuple[str, str], yaml.Node]:
+    """A mapping's keys once its own merges are applied: its own, then those merged in (each
+    mapping's worked out once: `memo`)."""
+    if id(node) in memo:
+        return memo[id(node)]
+    if id(node) in inside:  # an alias that contains itself: refused by _check_graph
+        return {}
+    inside = inside | {id(node)}
+    keys: dict[tuple[str, str], yaml.Node] = {}
+    merged: dict[tuple[str, str], yaml.Node] = {}
+    for key, value in node.value:
+        if not isinstance(key, yaml.ScalarNode):
+            continue
+        if key.tag != MERGE_TAG:
+            keys[(key.tag, key.value)] = key
+            continue
+        for source in _merge_sources(value):
+            for name, from_key in _merged_keys(source, inside, memo).items():
+                merged.setdefault(name, from_key)
+    memo[id(node)] = {**merged, **keys}
+    return memo[id(node)]
+
+
+def _check_number(node: yaml.ScalarNode, path: Path) -> None:
+    """A plain number written with a leading 0 or with colons: refused, not silently read as
+    octal or base 60."""
+    if node.tag not in NUMBER_TAGS or node.style is not None:
+        return
+    text = node.value
+    if OCTAL.fullmatch(text):
+        why = "a leading 0 makes it octal"
+    elif ":" in text:
+        why = "colons make it base 60"
+    else:
+        return
+    raise UserError(
+        f"{path}: '{text}' at line {node.start_mark.line + 1} would be read as "
+        f"{yaml.safe_load(text)} ({why}); write the number without it, or quote it for text"
+    )
