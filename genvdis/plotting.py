@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from genvdis import results
+from genvdis.errors import UserError
 from genvdis.linestyles import STYLES, separable_span
 from genvdis.runfiles import read_run_config, read_summary
 
@@ -103,13 +104,28 @@ def plot_run(run_dir: Path) -> list[Path]:
     return save_figure(ax.figure, run_dir / name)
 
 
-def plot_figure1(results_dir: Path, runs: list[Path]) -> list[Path]:
-    """The paper's Figure 1: the 15 panels in its order, 3 x 5. Needs >= 1 numbered panel."""
-    panels = {}
+def figure1_panels(runs: list[Path]) -> dict[int, tuple[Path, dict]]:
+    """Figure 1's runs by panel number (1-15, from each run's config.yaml). Two runs of one
+    panel are refused: the figure would show one of them and leave the other out unsaid."""
+    panels: dict[int, tuple[Path, dict]] = {}
     for run in runs:
         config = read_run_config(run)
-        if isinstance(config.get("panel"), int) and 1 <= config["panel"] <= 15:
-            panels[int(config["panel"])] = (run, config)
+        number = config.get("panel")
+        if not (isinstance(number, int) and 1 <= number <= 15):
+            continue
+        if number in panels:
+            raise UserError(
+                f"{panels[number][0]} and {run} are both panel {number} of Figure 1, which "
+                "draws one run per panel; move one of them out of the folder (or rerun it "
+                "without panel:)"
+            )
+        panels[number] = (run, config)
+    return panels
+
+
+def plot_figure1(results_dir: Path, runs: list[Path]) -> list[Path]:
+    """The paper's Figure 1: the 15 panels in its order, 3 x 5. Needs >= 1 numbered panel."""
+    panels = figure1_panels(runs)
     if not panels:
         return []
     fig, axes = plt.subplots(3, 5, figsize=(16, 9.5))
@@ -142,12 +158,11 @@ def plot_folders(folders: list[Path], jobs: int = 1) -> list[Path]:
     for results_dir in map(Path, folders):
         runs = results.find_runs(results_dir)
         if not runs:
-            from genvdis.errors import UserError
-
             raise UserError(f"no runs (folders with summary.csv) under {results_dir}")
         for run in runs:
             tasks.setdefault((run.resolve(), False), (run, None))
         if runs != [results_dir]:
+            figure1_panels(runs)  # refused before anything is drawn
             tasks.setdefault((results_dir.resolve(), True), (results_dir, runs))
     todo = list(tasks.values())
     drawn = pool.map_ordered(_draw, todo, jobs, cost=lambda t: 1 if t[1] is None else len(t[1]))

@@ -88,6 +88,25 @@ def test_two_configs_of_one_panel_in_one_run_are_refused(tmp_path, toy_config, w
     assert result.exit_code == 0, result.output
 
 
+def test_two_runs_of_one_panel_in_a_folder_are_refused_by_plot(tmp_path, toy_config, write_toy):
+    """Two commands, each one config with `panel: 3`, into one folder: `genvdis plot` drew one
+    of them as Figure 1's panel 3 (the one sorted last), the other left out without a word."""
+    first = write_toy(tmp_path, toy_config(*TINY, "panel: 3"), "a.yaml")
+    text = toy_config(*TINY, "panel: 3", replace={"name: toy": "name: other"})
+    second = write_toy(tmp_path, text, "b.yaml")
+    out = tmp_path / "out"
+    for config in (first, second):
+        assert run(config, out).exit_code == 0
+    message = assert_user_error(invoke("plot", str(out)), "panel 3", "toy", "other")
+    assert "move one of them" in message
+    assert not list(out.rglob("*.png"))  # refused before anything is drawn
+    # with the second out of panel 3, both runs are drawn and Figure 1 holds the first
+    second.write_text(text.replace("panel: 3", "panel: 4"))
+    assert run(second, out).exit_code == 0
+    assert invoke("plot", str(out)).exit_code == 0
+    assert {p.name for p in out.rglob("*.png")} == {"toy.png", "other.png", "figure1.png"}
+
+
 # --- sizes: a range of one size ------------------------------------------------------------------
 
 
