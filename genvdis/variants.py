@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from genvdis import yamlfile
 from genvdis.config import VARIANTS_KEY, ExperimentConfig, parse_config
 from genvdis.errors import UserError
 from genvdis.yamlfile import read_yaml
@@ -115,7 +116,7 @@ def parse_vary(options: list[str]) -> dict[str, list[Scalar]]:
             raise UserError(f"{where}: {key.strip()} is varied twice; give its values once")
         _full_key(key.strip(), where)
         try:
-            values = [yaml.safe_load(part) for part in text.split(",")]
+            values = [yamlfile.read_scalar(part, where) for part in text.split(",")]
         except yaml.YAMLError:
             raise UserError(f"{where}: a value is not a YAML scalar") from None
         grid[key.strip()] = [_scalar(value, where) for value in values]

@@ -189,7 +189,16 @@ def _merged_keys(
     return memo[id(node)]
 
 
-def _check_number(node: yaml.ScalarNode, path: Path) -> None:
+def read_scalar(text: str, where: str) -> Any:
+    """One value written on the command line (`--vary bins=010`), read as a config's values
+    are: a number with a leading 0 or colons refused (`_check_number`)."""
+    node = yaml.compose(text, Loader=yaml.SafeLoader)
+    if isinstance(node, yaml.ScalarNode):
+        _check_number(node, where, line=False)
+    return yaml.safe_load(text)
+
+
+def _check_number(node: yaml.ScalarNode, path: Path | str, line: bool = True) -> None:
     """A plain number written with a leading 0 or with colons: refused, not silently read as
     octal or base 60."""
     if node.tag not in NUMBER_TAGS or node.style is not None:
@@ -201,7 +210,8 @@ def _check_number(node: yaml.ScalarNode, path: Path) -> None:
         why = "colons make it base 60"
     else:
         return
+    at = f" at line {node.start_mark.line + 1}" if line else ""
     raise UserError(
-        f"{path}: '{text}' at line {node.start_mark.line + 1} would be read as "
-        f"{yaml.safe_load(text)} ({why}); write the number without it, or quote it for text"
+        f"{path}: '{text}'{at} would be read as {yaml.safe_load(text)} ({why}); write the "
+        "number without it, or quote it for text"
     )

@@ -121,6 +121,10 @@ VARY_ERRORS = [
     (["--vary", "split=random", "--vary", "split=stratified"], "--vary split=stratified: split "
      "is varied twice; give its values once"),
     (["--vary", "seed=["], "--vary seed=[: a value is not a YAML scalar"),
+    (["--vary", "bins=3,010"], "--vary bins=3,010: '010' would be read as 8 (a leading 0 makes "
+     "it octal); write the number without it, or quote it for text"),  # ran as bins=8
+    (["--vary", "seed=1:05"], "--vary seed=1:05: '1:05' would be read as 65 (colons make it "
+     "base 60)"),
     (["--vary", "sparable=ridge"], "--vary sparable=ridge: no config key 'sparable' (a dotted "
      "config key, or separable, laplace, continuous, bins)"),
     (["--vary", "name=other"], "--vary name=other: 'name' cannot vary (it names the run "
