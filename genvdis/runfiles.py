@@ -78,8 +78,14 @@ def check_manifest(path: Path) -> None:
     lists: a file edited or replaced since (or left by a later run killed before its commit
     ended) would put numbers that are not the run's in a figure, a report or the API.
     config.yaml is not checked: its analysis settings (`compare`) may be edited after a run.
-    Without a manifest (a first run killed before its commit ended; runs older than
-    manifests) the file is read as it is."""
+    A run killed while it committed its files leaves them mixed with an earlier run's (and
+    its mark, `results.COMMITTING`): refused too. Without a manifest or that mark (runs older
+    than manifests) the file is read as it is."""
+    if (path.parent / results.COMMITTING).exists():
+        raise UserError(
+            f"{path.parent}: its last run was stopped while writing its results, so its files "
+            "may be of two runs; rerun that run to finish it"
+        )
     manifest = path.parent / results.MANIFEST
     try:
         listed = json.loads(manifest.read_text(encoding="utf-8"))["files"]
