@@ -89,3 +89,39 @@ def test_a_rerun_killed_in_its_commit_leaves_a_folder_plot_and_report_refuse(
     code, stderr = _cli("report", "out")
     assert code == 0, stderr
     assert genvdis.open_results(run_dir).config["seed"] == 1
+
+
+def test_the_explorer_refuses_a_nested_runs_analysis_made_before_that_run_was_rerun(work):
+    """out/examples/own analysed (`genvdis report out/examples`), then rerun with another seed:
+    its differences.csv and out/examples/analysis.csv still describe the old seed. The
+    explorer of out (written by `genvdis report out`, which analyses out's own runs only)
+    used to draw the new curves beside the old differences and verdict, exit 0."""
+    assert _cli("run", "own.yaml", "--out", "out", "-q") == (0, "")
+    assert _cli("run", "own.yaml", "--out", "out/examples", "-q") == (0, "")
+    assert _cli("report", "out/examples")[0] == 0
+    assert _cli("report", "out")[0] == 0  # all analysed: nothing stale
+    assert _cli("run", "own.yaml", "--out", "out/examples", "--seed", "7", "-q") == (0, "")
+    code, stderr = _cli("report", "out")
+    message = stderr.strip()
+    assert code == 2 and len(message.splitlines()) == 1, message
+    assert message.startswith("error: out/examples/own/differences.csv: not the analysis of")
+    assert "genvdis report out/examples" in message
+    assert _cli("report", "out/examples", "out")[0] == 0  # the way the Makefile does it
+
+
+def test_the_explorer_refuses_a_variants_analysis_made_before_the_sweep_was_rerun(work):
+    """A sweep analysed as a folder of its own (`genvdis report out/own/variants`), then swept
+    again with another seed: the sweep rewrites each variant's differences.csv, but
+    variants/analysis.csv keeps the old seed's verdicts, which the explorer of out showed
+    beside the new curves."""
+    sweep = ["sweep", "own.yaml", "--vary", "split=random", "--out", "out", "-q"]
+    assert _cli(*sweep) == (0, "")
+    assert _cli("run", "own.yaml", "--out", "out", "-q") == (0, "")
+    assert _cli("report", "out/own/variants")[0] == 0
+    assert _cli("report", "out")[0] == 0
+    assert _cli(*sweep, "--seed", "5") == (0, "")
+    code, stderr = _cli("report", "out")
+    message = stderr.strip()
+    assert code == 2 and len(message.splitlines()) == 1, message
+    assert message.startswith("error: out/own/variants/analysis.csv: its row 'baseline' is not")
+    assert _cli("report", "out/own/variants", "out")[0] == 0
