@@ -109,6 +109,8 @@ def check_analysis(run_dir: Path, summary: pd.DataFrame, row: dict[str, Any] | N
     its manifest), else a UserError names the stale file and how to analyse the run again."""
     means = summary.drop_duplicates(["model", "m"]).set_index(["model", "m"])
     again = f"analyse it again with `genvdis report {run_dir.parent}`"
+    if (run_dir.parent / "variants.csv").is_file():  # a sweep's variant: the sweep analyses it
+        again = f"rerun its sweep, or {again}"
 
     def agrees(model: Any, m: Any, value: Any, splits: Any = None) -> bool:
         key = (str(model), m)

@@ -125,3 +125,36 @@ def test_the_explorer_refuses_a_variants_analysis_made_before_the_sweep_was_reru
     assert code == 2 and len(message.splitlines()) == 1, message
     assert message.startswith("error: out/own/variants/analysis.csv: its row 'baseline' is not")
     assert _cli("report", "out/own/variants", "out")[0] == 0
+
+
+def test_the_stability_table_refuses_rows_an_unfinished_later_sweep_has_outdated(work, monkeypatch):
+    """A sweep (seed 2), then the same sweep with --seed 5 stopped after its baseline ran:
+    variants/baseline holds seed 5's run while sensitivity.csv still holds seed 2's rows
+    (written when a panel's sweep ends). The report's stability table used to show those rows
+    with exit 0; now it names the row and the folder, and rerunning the sweep mends it."""
+    from genvdis import engine
+
+    sweep = ["sweep", "own.yaml", "--vary", "split=random", "--out", "out", "-q"]
+    assert _cli(*sweep) == (0, "")
+    assert _cli("run", "own.yaml", "--out", "out", "-q") == (0, "")
+    run, started = engine.run_experiment, []
+
+    def stopped_after_the_first(*args, **kwargs):
+        if started:
+            raise KeyboardInterrupt
+        started.append(args)
+        return run(*args, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(engine, "run_experiment", stopped_after_the_first)
+        assert _cli(*sweep, "--seed", "5")[0] == 130
+    assert _cli("report", "out/own/variants")[0] == 0  # its analysis is not what is stale here
+    code, stderr = _cli("report", "out")
+    message = stderr.strip()
+    assert code == 2 and len(message.splitlines()) == 1, message
+    assert message.startswith("error: out/sensitivity.csv: panel 'own', variant 'baseline': ")
+    assert "out/own/variants/baseline" in message and "rerun the panel's sweep" in message
+    assert _cli(*sweep, "--seed", "5") == (0, "")
+    code, stderr = _cli("report", "out/own/variants", "out")
+    assert code == 0, stderr
+    assert "Stability under the sweep's variants" in (work / "out" / "REPORT.md").read_text()
