@@ -196,7 +196,8 @@ def _run_data(
 ) -> dict[str, Any]:
     """Everything the page shows of one run (`analysed`: its row of analysis.csv, if any)."""
     summary = read_summary(run_dir)  # checked: a table genvdis wrote, the bytes its manifest lists
-    check_analysis(run_dir, summary, analysed)  # and its analysis, that of these numbers
+    if run_dir.parent != results_dir:  # a nested run: analysed by some earlier report
+        check_analysis(run_dir, summary, analysed)  # (the report analyses results_dir's own)
     folder = run_dir.relative_to(results_dir).as_posix()
     if folder == ".":
         folder = run_dir.name
