@@ -244,6 +244,8 @@ def _already_done(run: Run) -> bool:
     if verdict.complete:
         log.info("%s: up to date (%s)", name, run_dir)
         results.remove_checkpoints(run_dir)  # left by a kill after the commit
+        with results.writing(run_dir, "the results"):
+            results.committed(run_dir)  # likewise
         return True
     if verdict.errors_ok:
         model_names = [m.name for m in run.models]

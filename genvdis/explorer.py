@@ -29,7 +29,7 @@ from genvdis import analysis as an
 from genvdis import results
 from genvdis.errors import UserError
 from genvdis.linestyles import STYLES, TABLEAU, separable_span
-from genvdis.runfiles import read_analysis, read_run_config, read_summary
+from genvdis.runfiles import check_analysis, read_analysis, read_run_config, read_summary
 
 PAGE = "explorer.html"
 HOST = "127.0.0.1"
@@ -196,6 +196,8 @@ def _run_data(
 ) -> dict[str, Any]:
     """Everything the page shows of one run (`analysed`: its row of analysis.csv, if any)."""
     summary = read_summary(run_dir)  # checked: a table genvdis wrote, the bytes its manifest lists
+    if run_dir.parent != results_dir:  # a nested run: analysed by some earlier report
+        check_analysis(run_dir, summary, analysed)  # (the report analyses results_dir's own)
     folder = run_dir.relative_to(results_dir).as_posix()
     if folder == ".":
         folder = run_dir.name

@@ -52,6 +52,8 @@ WARNINGS = "warnings"
 CHECKPOINTS = ".checkpoints"
 MANIFEST = "manifest.json"
 OUTPUTS = ("errors.csv", "summary.csv", "config.yaml")
+# there while a run commits its outputs: a folder killed then holds two runs' files
+COMMITTING = ".committing"
 
 
 def _current_umask() -> int:
@@ -314,8 +316,9 @@ def order_errors(errors: pd.DataFrame, model_order: list[str]) -> pd.DataFrame:
 def write_results(
     run_dir: Path, errors: pd.DataFrame, resolved: dict, model_order: list[str]
 ) -> None:
-    """Commit the run: the old manifest goes first (from then on the folder holds no finished
-    run), then errors.csv, summary.csv and config.yaml, then the new manifest."""
+    """Commit the run: a `.committing` mark and the old manifest's removal first (from then on
+    the folder holds no finished run, and its files may be two runs'), then errors.csv,
+    summary.csv and config.yaml, then the new manifest, then the mark goes."""
     errors = order_errors(errors, model_order)
     texts = {
         "errors.csv": _csv(errors),
@@ -327,11 +330,19 @@ def write_results(
         "files": {name: _sha256(text) for name, text in texts.items()},
     }
     with writing(run_dir, "the results"):
+        atomic_write_text(run_dir / COMMITTING, "")
         (run_dir / MANIFEST).unlink(missing_ok=True)
         _fsync_folder(run_dir)
         for name, text in texts.items():
             atomic_write_text(run_dir / name, text)
         atomic_write_text(run_dir / MANIFEST, json.dumps(manifest, indent=1) + "\n")
+        committed(run_dir)
+
+
+def committed(run_dir: Path) -> None:
+    """Take away the mark of a commit under way: the folder holds one run's files."""
+    (run_dir / COMMITTING).unlink(missing_ok=True)
+    _fsync_folder(run_dir)
 
 
 @dataclass(frozen=True)

@@ -78,8 +78,14 @@ def check_manifest(path: Path) -> None:
     lists: a file edited or replaced since (or left by a later run killed before its commit
     ended) would put numbers that are not the run's in a figure, a report or the API.
     config.yaml is not checked: its analysis settings (`compare`) may be edited after a run.
-    Without a manifest (a first run killed before its commit ended; runs older than
-    manifests) the file is read as it is."""
+    A run killed while it committed its files leaves them mixed with an earlier run's (and
+    its mark, `results.COMMITTING`): refused too. Without a manifest or that mark (runs older
+    than manifests) the file is read as it is."""
+    if (path.parent / results.COMMITTING).exists():
+        raise UserError(
+            f"{path.parent}: its last run was stopped while writing its results, so its files "
+            "may be of two runs; rerun that run to finish it"
+        )
     manifest = path.parent / results.MANIFEST
     try:
         listed = json.loads(manifest.read_text(encoding="utf-8"))["files"]
@@ -93,6 +99,54 @@ def check_manifest(path: Path) -> None:
             f"{path}: changed since its run wrote it (manifest.json lists other bytes); "
             "rerun the run to rewrite it"
         )
+
+
+def check_analysis(run_dir: Path, summary: pd.DataFrame, row: dict[str, Any] | None) -> None:
+    """A run's differences.csv and its row of analysis.csv beside it (`row`) are the analysis
+    of the run as it was when a report (or a sweep) analysed it; a later rerun of that run
+    (another seed, splits or sizes) leaves them describing numbers that are no longer there.
+    Their model means and split counts must be those of the run's summary.csv (checked by
+    its manifest), else a UserError names the stale file and how to analyse the run again."""
+    means = summary.drop_duplicates(["model", "m"]).set_index(["model", "m"])
+    again = f"analyse it again with `genvdis report {run_dir.parent}`"
+    if (run_dir.parent / "variants.csv").is_file():  # a sweep's variant: the sweep analyses it
+        again = f"rerun its sweep, or {again}"
+
+    def agrees(model: Any, m: Any, value: Any, splits: Any = None) -> bool:
+        key = (str(model), m)
+        if key not in means.index or pd.isna(value):
+            return False
+        if splits is not None and means.loc[key, "n_splits"] != splits:
+            return False
+        return bool(np.isclose(means.loc[key, "mean"], float(value), rtol=1e-9, atol=1e-12))
+
+    path = run_dir / "differences.csv"
+    try:
+        diffs = pd.read_csv(path) if path.is_file() else pd.DataFrame()
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError):
+        diffs = pd.DataFrame({"a": ["?"]})  # not a table genvdis wrote
+    if not diffs.empty:
+        if not {"a", "b", "m", "n_splits", "mean_a", "mean_b"} <= set(diffs.columns):
+            raise UserError(f"{path}: not a table genvdis wrote; {again}")
+        grid = set(summary["m"][summary["model"] == str(diffs["a"].iloc[0])])
+        if set(diffs["m"]) != grid or not all(
+            agrees(d.a, d.m, d.mean_a, d.n_splits) and agrees(d.b, d.m, d.mean_b, d.n_splits)
+            for d in diffs.itertuples()
+        ):
+            raise UserError(f"{path}: not the analysis of this run's summary.csv (the run was "
+                            f"rerun after it was analysed); {again}")  # fmt: skip
+    if row is not None:
+        ends = {"min": row.get("m_min"), "max": row.get("m_max")}
+        models = [m for m in str(row.get("models") or "").split(";") if m]
+        if not all(
+            agrees(model, ends[end], row.get(f"{model}_err_m_{end}"))
+            for model in models
+            for end in ends
+        ):
+            raise UserError(
+                f"{run_dir.parent / 'analysis.csv'}: its row '{run_dir.name}' is not the analysis "
+                f"of that run's summary.csv (the run was rerun after it was analysed); {again}"
+            )
 
 
 def read_run_config(run_dir: Path) -> dict[str, Any]:

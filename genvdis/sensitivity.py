@@ -13,12 +13,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
 from genvdis import results, runfiles
 from genvdis.errors import UserError
 from genvdis.reportformat import Block, fmt_int, is_missing
 from genvdis.variants import BASELINE
+
+VARIANTS = "variants"  # sweeps.VARIANTS_DIR: a sweep's variants are in <name>/variants/
 
 if TYPE_CHECKING:
     from genvdis.sweeps import Planned
@@ -118,6 +121,7 @@ def stability_blocks(results_dir: Path) -> list[Block]:
     table = read_sensitivity(results_dir)
     if table is None or table.empty:
         return []
+    check_folders(Path(results_dir), table)
     header = ["#", "panel", "splits", "baseline verdict", "variants keeping it"]
     header += ["variants changing it", "crossover m over the variants", "not run"]
     rows, steady = [], 0
@@ -135,6 +139,31 @@ def stability_blocks(results_dir: Path) -> list[Block]:
     )
     return [Block("h2", text="Stability under the sweep's variants"), Block("p", text=text),
             Block("table", header=header, rows=rows)]  # fmt: skip
+
+
+def check_folders(results_dir: Path, table: pd.DataFrame) -> None:
+    """Each row that ran must hold the numbers of its variant's folder, where that folder is
+    (`<name>/variants/<id>`, or the one it is the same as): a later sweep of the panel that
+    did not finish (killed, or stopped by an error) reruns some folders and leaves the rows
+    of the earlier one. Its split count and its generative model's mean errors at the ends
+    of the grid are compared with the folder's summary.csv (checked by its manifest)."""
+    for row in table[table["not_run"] == ""].itertuples():
+        folder = results_dir / str(row.name) / VARIANTS / (row.same_as or str(row.variant))
+        if not (folder / "summary.csv").is_file():
+            continue  # a copied sensitivity.csv, or folders removed: nothing to contradict
+        means = runfiles.read_summary(folder).drop_duplicates(["model", "m"])
+        means = means.set_index(["model", "m"])
+        agree = bool((means["n_splits"] == row.n_splits).all())
+        for end in ("m_min", "m_max") if row.gen_model else ():
+            m, value = getattr(row, end), getattr(row, f"nb_err_{end}")
+            key = (str(row.gen_model), -1 if is_missing(m) else int(m))
+            agree &= key in means.index and bool(np.isclose(means.loc[key, "mean"], value))
+        if not agree:
+            raise UserError(
+                f"{results_dir / SENSITIVITY}: panel '{row.name}', variant '{row.variant}': not "
+                f"the numbers of {folder} (a later sweep of the panel did not finish); rerun "
+                "the panel's sweep"
+            )
 
 
 def _stability_row(name: str, group: pd.DataFrame) -> tuple[list[str], bool]:
