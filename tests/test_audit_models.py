@@ -292,6 +292,7 @@ def test_the_coding_leaves_naive_bayes_alone_and_logistic_regression_where_its_f
 # --- LDA, more than two classes, splits ----------------------------------------------------
 
 
+@pytest.mark.filterwarnings("ignore:Only one sample available")  # scikit-learn, m = 5
 def test_lda_is_scikit_learns_linear_discriminant_analysis(tmp_path):
     """`lda` with epsilon 0 is scikit-learn's LinearDiscriminantAnalysis (lsqr, no shrinkage:
     the pooled within-class covariance, priors from the training set); with the default
