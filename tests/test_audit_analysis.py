@@ -1,0 +1,84 @@
+"""Audit of the statistics a user reads (summary.csv, analysis.csv, pairs.csv, the report, the
+explorer's data), checked against direct computations on small runs and their edge cases."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from genvdis import analysis as an
+from genvdis import results, runfiles, shape
+from genvdis.report import write_report
+
+GRID = [10, 20, 40, 80, 160]
+
+
+def _errors(curves: dict, n_splits: int, seed: int = 0) -> pd.DataFrame:
+    """Per-split errors on 200 test rows around known curves, a difficulty shared by the
+    models of a split."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for m in GRID:
+        for split in range(n_splits):
+            shared = rng.normal(0, 0.02)
+            for model, f in curves.items():
+                errors = int(np.clip(round(200 * (f(m) + shared + rng.normal(0, 0.01))), 0, 200))
+                rows.append((model, m, split, 200, errors, errors / 200, False, 0))
+    return pd.DataFrame(rows, columns=results.ERROR_COLUMNS)
+
+
+def _run(root: Path, name: str, curves: dict, n_splits: int, **config) -> Path:
+    """A run folder as `genvdis run` writes it (errors.csv, summary.csv, config.yaml,
+    manifest.json)."""
+    run_dir = root / name
+    run_dir.mkdir(parents=True)
+    models = list(curves)
+    resolved = dict(name=name, title=name, splits=n_splits, sizes=GRID, n_rows=300,
+                    models=[{"name": m} for m in models], **config)  # fmt: skip
+    results.write_results(run_dir, _errors(curves, n_splits), resolved, models)
+    return run_dir
+
+
+# A NB curve, an LR curve crossing it near m = 30, and a step up: a real rise at m = 40.
+NB_CURVE = lambda m: 0.2 + 0.3 / m  # noqa: E731
+LR_CURVE = lambda m: 0.1 + 3 / m  # noqa: E731
+RISING = lambda m: 0.3 + (0.05 if m >= 40 else 0.0)  # noqa: E731
+
+
+# ----------------------------------------------------------------------- one split per m
+
+
+def test_a_curve_of_one_split_per_m_has_no_significant_shape_finding(tmp_path):
+    """With one split per m a curve's variance is unknown: no rise or bend can be tested,
+    where one split was counted as zero variance and every step up came out significant
+    (p = 0, "real" in the report)."""
+    run = _run(tmp_path, "single", {an.NB: RISING, an.LR: LR_CURVE}, n_splits=1)
+    table = runfiles.analyse_results(tmp_path, n_boot=50)
+    shapes = pd.read_csv(run / "shape.csv")
+    assert not shapes["significant"].any()
+    assert shapes["p"].isna().all() and shapes["p_holm"].isna().all()
+    row = table.iloc[0]
+    assert (row[f"{an.NB}_rises"], row[f"{an.NB}_nonconvex"]) == ("", "")
+    write_report(tmp_path)
+    text = (tmp_path / "REPORT.md").read_text()
+    assert "| real |" not in text and "p 0," not in text
+
+
+def test_a_rise_with_many_splits_is_still_found_and_its_p_unchanged():
+    """The fix for one split leaves the tests of curves with splits as they were."""
+    curves = an.model_curves(_errors({an.NB: RISING}, n_splits=30))
+    table = shape.shape_tests(curves)
+    assert shape.flags(table, an.NB, shape.RISE) == "20→40"
+    step = table[(table["m_from"] == 20) & (table["m_to"] == 40)].iloc[0]
+    assert step["p"] < 1e-6 and step["significant"]
+
+
+def test_holm_adjusts_over_the_tests_that_could_be_made():
+    """A test without a p-value (no variance) is not one of the family Holm corrects for."""
+    adj = shape.holm(np.array([0.01, math.nan, 0.02]))
+    assert adj[[0, 2]] == pytest.approx([0.02, 0.02])
+    assert math.isnan(adj[1])
