@@ -144,6 +144,7 @@ def crossover(
 
     The bootstrap resamples split ids jointly across m (see docs/analysis.md) and recomputes
     the crossover, so the interval reflects how much the crossing point moves with the splits.
+    With one split there is nothing to resample (every resample is that split): no interval.
     """
     mat = _paired_matrix(errors, a, b)
     out: dict[str, Any] = dict(
@@ -156,7 +157,7 @@ def crossover(
     grid, interp = _crossover_columns(ms, np.nanmean(vals, axis=1)[:, None])
     if not np.isnan(grid[0]):
         out.update(m_cross=int(grid[0]), m_cross_interp=float(interp[0]))
-    if n_boot > 0:
+    if n_boot > 0 and vals.shape[1] > 1:
         out.update(_bootstrap_crossover(ms, vals, n_boot, seed, level, out["m_cross"] is not None))
     return out
 

@@ -82,3 +82,23 @@ def test_holm_adjusts_over_the_tests_that_could_be_made():
     adj = shape.holm(np.array([0.01, math.nan, 0.02]))
     assert adj[[0, 2]] == pytest.approx([0.02, 0.02])
     assert math.isnan(adj[1])
+
+
+def test_the_crossover_of_one_split_has_no_bootstrap_interval():
+    """Resampling one split gives that split every time: the interval was the point itself
+    ([261.4, 261.4] on pima) and no resample lacked a crossover, as if the crossover were
+    exact. With one split the interval and frac_no_cross are missing; the crossover stays."""
+    errors = _errors({an.NB: NB_CURVE, an.LR: LR_CURVE}, n_splits=1)
+    cross = an.crossover(errors, n_boot=200)
+    diffs = an.paired_differences(errors)
+    d = diffs.set_index("m")["mean_diff"]
+    assert d[GRID[0]] > 0 and d[GRID[-1]] < 0  # the curves cross on this split
+    assert cross["m_cross"] is not None
+    assert cross["ci_low"] is None and cross["ci_high"] is None
+    assert cross["frac_no_cross"] is None
+
+
+def test_the_crossover_of_two_splits_keeps_its_bootstrap():
+    errors = _errors({an.NB: NB_CURVE, an.LR: LR_CURVE}, n_splits=2)
+    cross = an.crossover(errors, n_boot=200)
+    assert cross["n_boot"] == 200 and cross["frac_no_cross"] is not None
