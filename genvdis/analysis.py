@@ -372,6 +372,18 @@ def named_verdict(verdict_: str, first: str, second: str) -> str:
     return names.get(verdict_, verdict_)
 
 
+def shown_verdict(verdict_: str, gen_model: Any, disc_model: Any) -> str:
+    """A results-table verdict (NB/LR: its pair's first and second model) as a reader sees it:
+    in the paper's words when the pair is a generative model against logistic regression,
+    else in the pair's own model names (`compare: [[logistic_regression, naive_bayes]]`:
+    "logistic_regression better throughout", never "NB better throughout")."""
+    if not (isinstance(gen_model, str) and isinstance(disc_model, str)):
+        return str(verdict_)
+    if gen_model in GENERATIVE and disc_model in DISCRIMINATIVE:
+        return str(verdict_)
+    return named_verdict(str(verdict_), gen_model, disc_model)
+
+
 def _row_numbers(pair: dict[str, Any] | None) -> dict[str, Any]:
     """The results table's pair columns: disc_model is the pair's second model, gen_model its
     first (the paper's roles), the verdict in NB/LR words."""

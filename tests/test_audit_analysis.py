@@ -167,3 +167,32 @@ def test_the_all_panels_row_shows_the_errors_of_the_pair_it_compares(tmp_path):
     lda_at_min = f"{row['lda_err_m_min']:.3f}"
     assert lr_at_min != lda_at_min
     assert lda_at_min in cells[5]  # "LR @ m_min": the pair's second model, lda
+
+
+# ----------------------------------------------------------------------- verdict words
+
+
+def test_a_verdict_on_a_pair_in_other_roles_names_the_better_model(tmp_path):
+    """`compare: [[logistic_regression, naive_bayes]]` with logistic regression better at every
+    m: analysis.csv keeps the verdict in the paper's roles ("NB" = the pair's first model, here
+    LR), and the report and the explorer printed that as it is: "NB better throughout", beside
+    a table saying "logistic_regression better" at every m. They now name the model."""
+    curves = {an.NB: NB_CURVE, an.LR: lambda m: 0.15}
+    _run(tmp_path, "reversed", curves, n_splits=20, compare=[[an.LR, an.NB]])
+    write_report(tmp_path)
+    row = runfiles.read_analysis(tmp_path).iloc[0]
+    assert (row["gen_model"], row["disc_model"], row["verdict"]) == (an.LR, an.NB, an.NB_BETTER)
+    text = (tmp_path / "REPORT.md").read_text()
+    assert an.NB_BETTER not in text and an.LR_BETTER not in text
+    assert "Verdict: **logistic_regression better throughout**" in text
+    table = text.split("## All panels")[1].split("## Method")[0]
+    assert table.strip().splitlines()[2].endswith("| logistic_regression better throughout |")
+    run = _page_data(tmp_path)["panels"][0]["runs"][0]
+    assert run["verdict"] == "logistic_regression better throughout"
+
+
+def test_the_paper_pairs_verdicts_keep_the_paper_words(tmp_path):
+    _run(tmp_path, "paper", {an.NB: NB_CURVE, an.LR: lambda m: 0.15}, n_splits=20)
+    write_report(tmp_path)
+    assert "Verdict: **LR better throughout**" in (tmp_path / "REPORT.md").read_text()
+    assert _page_data(tmp_path)["panels"][0]["runs"][0]["verdict"] == an.LR_BETTER
