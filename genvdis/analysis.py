@@ -374,12 +374,13 @@ def named_verdict(verdict_: str, first: str, second: str) -> str:
 
 def shown_verdict(verdict_: str, gen_model: Any, disc_model: Any) -> str:
     """A results-table verdict (NB/LR: its pair's first and second model) as a reader sees it:
-    in the paper's words when the pair is a generative model against logistic regression,
-    else in the pair's own model names (`compare: [[logistic_regression, naive_bayes]]`:
-    "logistic_regression better throughout", never "NB better throughout")."""
+    in the paper's words when the pair is naive Bayes against logistic regression, else in
+    the pair's own model names (`compare: [[logistic_regression, naive_bayes]]`:
+    "logistic_regression better throughout", never "NB better throughout"; LDA against LR:
+    "lda better throughout", not "NB better throughout" in a run without naive Bayes)."""
     if not (isinstance(gen_model, str) and isinstance(disc_model, str)):
         return str(verdict_)
-    if gen_model in GENERATIVE and disc_model in DISCRIMINATIVE:
+    if (gen_model, disc_model) == (NB, LR):
         return str(verdict_)
     return named_verdict(str(verdict_), gen_model, disc_model)
 

@@ -196,3 +196,16 @@ def test_the_paper_pairs_verdicts_keep_the_paper_words(tmp_path):
     write_report(tmp_path)
     assert "Verdict: **LR better throughout**" in (tmp_path / "REPORT.md").read_text()
     assert _page_data(tmp_path)["panels"][0]["runs"][0]["verdict"] == an.LR_BETTER
+
+
+def test_an_lda_run_without_naive_bayes_is_not_called_nb_better(tmp_path):
+    """models [lda, logistic_regression]: the pair is (lda, LR); its verdict is lda's."""
+    _run(tmp_path, "lda", {"lda": NB_CURVE, an.LR: lambda m: 0.9}, n_splits=20)
+    write_report(tmp_path)
+    row = runfiles.read_analysis(tmp_path).iloc[0]
+    assert (row["gen_model"], row["verdict"]) == ("lda", an.NB_BETTER)
+    text = (tmp_path / "REPORT.md").read_text()
+    assert (
+        "Verdict: **lda better throughout**" in text
+        and an.NB_BETTER not in text.split("## Comparison with the paper")[0]
+    )
