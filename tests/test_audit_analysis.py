@@ -11,9 +11,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 from genvdis import analysis as an
 from genvdis import explorer, results, runfiles, shape
+from genvdis.errors import UserError
 from genvdis.report import write_report
 
 GRID = [10, 20, 40, 80, 160]
@@ -209,3 +211,42 @@ def test_an_lda_run_without_naive_bayes_is_not_called_nb_better(tmp_path):
         "Verdict: **lda better throughout**" in text
         and an.NB_BETTER not in text.split("## Comparison with the paper")[0]
     )
+
+
+# ----------------------------------------------------------------------- compare: edited later
+
+
+@pytest.mark.parametrize(
+    "compare, message",
+    [
+        ([[an.NB, "logistic_regresion"]], "compare: pair 1: 'logistic_regresion' is not in"),
+        ([[an.NB, an.LR], [an.NB, "svm"]], "compare: pair 2: 'svm' is not in models"),
+        ([[an.NB, an.LR], an.NB], "compare: pair 2 'naive_bayes' must name two different"),
+        ([[an.NB, an.NB]], "compare: pair 1 ['naive_bayes', 'naive_bayes'] must name two"),
+        ([[an.LR, an.NB], [an.LR, an.NB]], "compare: pair 2 ['logistic_regression', 'naive_"),
+        ("naive_bayes", "compare: must be a list of pairs [first, second]"),
+    ],
+)
+def test_a_compare_edited_into_config_yaml_is_checked_as_a_configs(tmp_path, compare, message):
+    """config.yaml's `compare:` may be edited after a run (it changes no number of the run);
+    an edited pair naming a model the run does not have was dropped without a word, so a
+    run of naive Bayes and LR whose only pair had a typo got 'no generative/discriminative
+    pair: verdict n/a', exit 0; a malformed one fell back to the default pairs. Now the
+    report stops with the config's own message, naming the file."""
+    run = _run(tmp_path, "edited", {an.NB: NB_CURVE, an.LR: LR_CURVE}, n_splits=5)
+    config = yaml.safe_load((run / "config.yaml").read_text())
+    (run / "config.yaml").write_text(yaml.safe_dump({**config, "compare": compare}))
+    with pytest.raises(UserError) as raised:
+        write_report(tmp_path)
+    text = str(raised.value)
+    assert text.startswith(f"{run / 'config.yaml'}: {message}")
+    assert "\n" not in text and not (tmp_path / "analysis.csv").exists()
+
+
+def test_a_valid_edited_compare_is_analysed(tmp_path):
+    run = _run(tmp_path, "edited", {an.NB: NB_CURVE, an.LR: LR_CURVE}, n_splits=5)
+    config = yaml.safe_load((run / "config.yaml").read_text())
+    (run / "config.yaml").write_text(yaml.safe_dump({**config, "compare": [[an.LR, an.NB]]}))
+    write_report(tmp_path)
+    row = runfiles.read_analysis(tmp_path).iloc[0]
+    assert (row["gen_model"], row["disc_model"]) == (an.LR, an.NB)
