@@ -144,6 +144,7 @@ def crossover(
 
     The bootstrap resamples split ids jointly across m (see docs/analysis.md) and recomputes
     the crossover, so the interval reflects how much the crossing point moves with the splits.
+    With one split there is nothing to resample (every resample is that split): no interval.
     """
     mat = _paired_matrix(errors, a, b)
     out: dict[str, Any] = dict(
@@ -156,7 +157,7 @@ def crossover(
     grid, interp = _crossover_columns(ms, np.nanmean(vals, axis=1)[:, None])
     if not np.isnan(grid[0]):
         out.update(m_cross=int(grid[0]), m_cross_interp=float(interp[0]))
-    if n_boot > 0:
+    if n_boot > 0 and vals.shape[1] > 1:
         out.update(_bootstrap_crossover(ms, vals, n_boot, seed, level, out["m_cross"] is not None))
     return out
 
@@ -369,6 +370,19 @@ def named_verdict(verdict_: str, first: str, second: str) -> str:
     """A verdict in the pair's own model names (NB: the pair's first model, LR: its second)."""
     names = {NB_BETTER: f"{first} better throughout", LR_BETTER: f"{second} better throughout"}
     return names.get(verdict_, verdict_)
+
+
+def shown_verdict(verdict_: str, gen_model: Any, disc_model: Any) -> str:
+    """A results-table verdict (NB/LR: its pair's first and second model) as a reader sees it:
+    in the paper's words when the pair is naive Bayes against logistic regression, else in
+    the pair's own model names (`compare: [[logistic_regression, naive_bayes]]`:
+    "logistic_regression better throughout", never "NB better throughout"; LDA against LR:
+    "lda better throughout", not "NB better throughout" in a run without naive Bayes)."""
+    if not (isinstance(gen_model, str) and isinstance(disc_model, str)):
+        return str(verdict_)
+    if (gen_model, disc_model) == (NB, LR):
+        return str(verdict_)
+    return named_verdict(str(verdict_), gen_model, disc_model)
 
 
 def _row_numbers(pair: dict[str, Any] | None) -> dict[str, Any]:

@@ -188,7 +188,8 @@ def _verdict(row: dict[str, Any] | None) -> dict[str, Any]:
             lo=_num(row.get("m_cross_ci_low")),
             hi=_num(row.get("m_cross_ci_high")),
         )
-    return dict(verdict=str(row["verdict"]), crossover=cross)
+    verdict = an.shown_verdict(row["verdict"], row.get("gen_model"), row.get("disc_model"))
+    return dict(verdict=verdict, crossover=cross)
 
 
 def _run_data(

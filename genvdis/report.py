@@ -84,8 +84,13 @@ def _summary_row(r: pd.Series) -> list[str]:
         fmt_cross(r),
         rc.asym_cell(r, g) + tag,
         rc.asym_cell(r, an.LR),
-        str(r["verdict"]),
+        _verdict(r),
     ]
+
+
+def _verdict(r: pd.Series) -> str:
+    """The row's verdict in the words of its pair (`analysis.shown_verdict`)."""
+    return an.shown_verdict(r["verdict"], get_col(r, "gen_model"), get_col(r, "disc_model"))
 
 
 def _figure(results_dir: Path, folder: str, name: str) -> Block:
@@ -144,7 +149,7 @@ def _panel_sentence(r: pd.Series) -> str:
     no_cross = fmt(get_col(r, "frac_no_cross"), 2)
     return (
         f"n = {n}. Compared: `{r['disc_model']}` − `{r['gen_model']}` (paired over splits). "
-        f"Verdict: **{r['verdict']}**. Crossover m: {cross}; fraction of bootstrap resamples "
+        f"Verdict: **{_verdict(r)}**. Crossover m: {cross}; fraction of bootstrap resamples "
         f"without a crossover: {no_cross}. Traced in `{r['folder']}/differences.csv`."
     )
 

@@ -183,17 +183,34 @@ def read_panel_config(run_dir: Path) -> dict[str, Any]:
         n_rows=n_rows if isinstance(n_rows, int) else None,
         models=names,
         dataset=str(cfg.get("dataset") or ""),
-        compare=_pairs_of(cfg.get("compare")),
+        compare=_pairs_of(cfg.get("compare"), names, run_dir / "config.yaml"),
     )
 
 
-def _pairs_of(compare: Any) -> list[tuple[str, str]] | None:
-    """config.yaml's `compare` as (first, second) pairs; None (the default pairs) when it is
-    missing or not a list of pairs of names."""
-    if not isinstance(compare, list):
+def _pairs_of(compare: Any, models: list[str], path: Path) -> list[tuple[str, str]] | None:
+    """config.yaml's `compare` as (first, second) pairs; None (the default pairs) when it has
+    none. It may be edited after the run (it changes no number of the run), so it is checked
+    as a config's is: a pair naming a model the run does not have would be left out unsaid."""
+    if compare is None:
         return None
-    pairs = [tuple(map(str, p)) for p in compare if isinstance(p, list) and len(p) == 2]
-    return pairs if pairs and len(pairs) == len(compare) else None
+    if not isinstance(compare, list) or not compare:
+        raise UserError(f"{path}: compare: must be a list of pairs [first, second]; fix it, or "
+                        "remove compare: for the default pairs")  # fmt: skip
+    pairs: list[tuple[str, str]] = []
+    for i, pair in enumerate(compare, start=1):
+        named = tuple(map(str, pair)) if isinstance(pair, list) else ()
+        problem = ""
+        if len(named) != 2 or named[0] == named[1]:
+            problem = f"pair {i} {pair!r} must name two different models"
+        elif unknown := [x for x in named if models and x not in models]:
+            problem = f"pair {i}: '{unknown[0]}' is not in models ({', '.join(models)})"
+        elif named in pairs:
+            problem = f"pair {i} {pair} repeats pair {pairs.index(named) + 1}"
+        if problem:
+            raise UserError(f"{path}: compare: {problem}; each pair is two different models "
+                            "of the run, given once")  # fmt: skip
+        pairs.append((named[0], named[1]))
+    return pairs
 
 
 def read_analysis(results_dir: Path) -> pd.DataFrame:

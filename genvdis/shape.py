@@ -39,11 +39,14 @@ def contrast_test(coef: np.ndarray, mean: np.ndarray, var: np.ndarray, n: np.nda
 
     var is each sample's variance and n its size; the degrees of freedom are
     Welch-Satterthwaite's. Returns (estimate, se, df, p). With se = 0 (every split gave the
-    same error at each m) the estimate is exact: p = 0 if it is > 0, else 1.
+    same error at each m) the estimate is exact: p = 0 if it is > 0, else 1. A variance that
+    is unknown (NaN: one split at that m) leaves the test undone: se, df and p are NaN.
     """
     est = float(np.dot(coef, mean))
     parts = coef**2 * var / n
     v = float(parts.sum())
+    if math.isnan(v):
+        return est, math.nan, math.nan, math.nan
     if v <= 0 or not math.isfinite(v):
         return est, 0.0, math.inf, 0.0 if est > 0 else 1.0
     denom = float(np.sum(parts**2 / np.maximum(n - 1, 1)))
@@ -68,7 +71,8 @@ def curve_tests(curve: pd.DataFrame) -> list[dict[str, Any]]:
     c = curve.sort_values("m")
     m = c["m"].to_numpy(dtype=float)
     mean = c["mean"].to_numpy(dtype=float)
-    var = np.nan_to_num(c["std"].to_numpy(dtype=float) ** 2)
+    # one split at an m has no variance (std NaN): not 0, which would make any step exact
+    var = np.where(c["n"].to_numpy() > 1, c["std"].to_numpy(dtype=float) ** 2, math.nan)
     n = c["n"].to_numpy(dtype=float)
     rows = []
     for i, j in itertools.combinations(range(len(m)), 2):
@@ -88,15 +92,17 @@ def _row(test, m_from, m_at, m_to, est, se, df, p) -> dict[str, Any]:
 
 
 def holm(p: np.ndarray) -> np.ndarray:
-    """Holm's step-down adjusted p-values (family-wise error control, any dependence)."""
+    """Holm's step-down adjusted p-values (family-wise error control, any dependence), over
+    the tests that have a p-value; a NaN (a test that could not be made) stays NaN."""
     p = np.asarray(p, dtype=float)
-    k = len(p)
+    out = np.full(len(p), math.nan)
+    done = np.flatnonzero(~np.isnan(p))
+    k = len(done)
     if k == 0:
-        return p
-    order = np.argsort(p, kind="stable")
-    adj = np.maximum.accumulate((k - np.arange(k)) * p[order])
-    out = np.empty(k)
-    out[order] = np.minimum(adj, 1.0)
+        return out
+    order = np.argsort(p[done], kind="stable")
+    adj = np.maximum.accumulate((k - np.arange(k)) * p[done][order])
+    out[done[order]] = np.minimum(adj, 1.0)
     return out
 
 
