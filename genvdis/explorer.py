@@ -158,6 +158,8 @@ def _differences(run_dir: Path) -> dict[str, Any] | None:
     d = pd.read_csv(path)
     if d.empty:
         return None
+    # differences.csv stacks every pair of the run: the page draws the first (the verdict's)
+    d = d[(d["a"] == d["a"].iloc[0]) & (d["b"] == d["b"].iloc[0])]
     return dict(
         a=str(d["a"].iloc[0]),
         b=str(d["b"].iloc[0]),

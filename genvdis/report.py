@@ -51,6 +51,17 @@ def _gen_tag(row: pd.Series) -> str:
     return "" if _gen(row) == an.NB else f" ({_gen(row)})"
 
 
+def _disc(row: pd.Series) -> str:
+    """The pair's second model, whose errors the "LR" columns show beside the pair's
+    crossover (logistic regression, unless `compare:` made another pair the first)."""
+    disc = get_col(row, "disc_model")
+    return an.LR if is_missing(disc) else str(disc)
+
+
+def _disc_tag(row: pd.Series) -> str:
+    return "" if _disc(row) == an.LR else f" ({_disc(row)})"
+
+
 def summary_table(table: pd.DataFrame) -> Block:
     header = [
         "#",
@@ -71,19 +82,19 @@ def summary_table(table: pd.DataFrame) -> Block:
 
 
 def _summary_row(r: pd.Series) -> list[str]:
-    g, tag = _gen(r), _gen_tag(r)
+    g, tag, d, dtag = _gen(r), _gen_tag(r), _disc(r), _disc_tag(r)
     return [
         panel_label(r),
         str(r["title"]),
         fmt_int(r["n_rows"]),
         f"{fmt_int(r['m_min'])}–{fmt_int(r['m_max'])}",
         fmt(get_col(r, f"{g}_err_m_min")) + tag,
-        fmt(get_col(r, f"{an.LR}_err_m_min")),
+        fmt(get_col(r, f"{d}_err_m_min")) + dtag,
         fmt(get_col(r, f"{g}_err_m_max")) + tag,
-        fmt(get_col(r, f"{an.LR}_err_m_max")),
+        fmt(get_col(r, f"{d}_err_m_max")) + dtag,
         fmt_cross(r),
         rc.asym_cell(r, g) + tag,
-        rc.asym_cell(r, an.LR),
+        rc.asym_cell(r, d) + dtag,
         _verdict(r),
     ]
 

@@ -119,11 +119,6 @@ def _page_data(results_dir: Path) -> dict:
     return json.loads(found.group(1).replace("<\\/", "</"))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="not fixed: the fix (explorer._differences keeps the first pair's rows) would change "
-    "the committed results/explorer.html (examples/gnb-vs-svm's trace: 39 points to 13)",
-)
 def test_the_explorer_draws_the_first_pairs_differences_only(tmp_path):
     """differences.csv stacks every pair of a run with `compare:`; the explorer drew all its
     rows as one trace named after the first pair (m running 10..160 then 10..160 again, the
@@ -147,11 +142,6 @@ def test_the_explorer_draws_the_first_pairs_differences_only(tmp_path):
 # ----------------------------------------------------------------------- the report's table
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="not fixed: the fix would change the committed results/examples/REPORT.md and "
-    "REPORT.html (gnb-vs-svm's row of 'All panels')",
-)
 def test_the_all_panels_row_shows_the_errors_of_the_pair_it_compares(tmp_path):
     """A run whose first `compare:` pair is not (NB, LR): the row's crossover and verdict are
     that pair's (lda - NB here), but its "LR" columns showed logistic regression's errors, as

@@ -306,7 +306,9 @@ def expected_figure(results_dir: Path, runs: list[str]) -> dict:
         summary = pd.read_csv(results_dir / run / "summary.csv")
         curves |= {f"{run} {m}": int(n) for m, n in summary.groupby("model").size().items()}
         if (results_dir / run / "differences.csv").is_file():
-            diffs[f"{run} difference"] = len(pd.read_csv(results_dir / run / "differences.csv"))
+            stacked = pd.read_csv(results_dir / run / "differences.csv")  # every pair's rows
+            first = (stacked["a"] == stacked["a"].iloc[0]) & (stacked["b"] == stacked["b"].iloc[0])
+            diffs[f"{run} difference"] = int(first.sum())  # the page draws the first pair
         run_dir = results_dir / run
         if (run_dir.parent / "analysis.csv").is_file():
             row = pd.read_csv(run_dir.parent / "analysis.csv").set_index("folder")
