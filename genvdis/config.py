@@ -132,7 +132,7 @@ class ExperimentConfig(RunConfig):
         default=None, min_length=1, description="pairs [first, second] the analysis compares"
     )
     sizes: list[int] | SizeRange
-    splits: int = Field(default=1000, ge=1)
+    splits: int = Field(default=1000, ge=2)  # a standard error and a paired test need two
     split: Literal["stratified", "random"] = "stratified"
     test: Literal["rest"] | int = "rest"
     seed: Seed = 0

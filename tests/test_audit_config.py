@@ -214,3 +214,18 @@ def test_random_state_true_is_refused(tmp_path, toy_config, write_toy):
     text = toy_config(*TINY, f"models: [naive_bayes, {model}]")
     result = invoke("validate", str(write_toy(tmp_path, text)))
     assert_user_error(result, "models.1.params", "random_state must be an integer")
+
+
+# --- splits: one split has no standard error ---------------------------------------------------
+
+
+@pytest.mark.parametrize("where", ["file", "option"])
+def test_one_split_is_refused(tmp_path, toy_config, write_toy, where):
+    """A one-split run wrote std = sem = 0 and an interval [mean, mean] to summary.csv: a
+    certainty it does not have (there is no standard error, interval or paired test)."""
+    lines = ("sizes: [10, 20]", "splits: 1" if where == "file" else "splits: 4")
+    config = write_toy(tmp_path, toy_config(*lines))
+    extra = ("--splits", "1") if where == "option" else ()
+    message = assert_user_error(run(config, tmp_path / "out", *extra), "splits", "equal to 2")
+    assert message.startswith("error: --splits 1: ") == (where == "option")
+    assert not (tmp_path / "out" / "toy").exists()
