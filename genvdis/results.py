@@ -68,11 +68,16 @@ FILE_MODE = 0o666 & ~_current_umask()  # what open() would give: mkstemp's files
 def atomic_write_text(path: Path, text: str, durable: bool = True) -> None:
     """Write via a temporary file in the same folder, then rename: all or nothing. `durable`
     (fsync before the rename, and of the folder after it): even if the machine goes down."""
+    atomic_write_bytes(path, text.encode("utf-8"), durable)
+
+
+def atomic_write_bytes(path: Path, data: bytes, durable: bool = True) -> None:
+    """`atomic_write_text` for bytes (the figures)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
-            stream.write(text)
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
             stream.flush()
             os.fchmod(stream.fileno(), FILE_MODE)
             if durable:

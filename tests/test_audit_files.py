@@ -6,13 +6,36 @@ checks that no result is lost or mixed, and that a partial file is never read as
 
 from __future__ import annotations
 
+import shutil
 import threading
 import time
 from pathlib import Path
 
 import pandas as pd
+import pytest
+from typer.testing import CliRunner
 
+import genvdis
 from genvdis import results, sensitivity
+from genvdis.cli import app
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory, write_toy, toy_config) -> Path:
+    """A finished run of toy.csv (8 splits, 3 sizes): `<folder>/out/toy/`."""
+    folder = tmp_path_factory.mktemp("finished")
+    config = write_toy(folder, toy_config("sizes: [10, 20, 40]", "splits: 8"), "toy.yaml")
+    genvdis.run(config, out=folder / "out")
+    return folder / "out"
+
+
+def _cli(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, [str(a) for a in args])
+    return result.exit_code, result.stderr
+
+
+class _Stopped(BaseException):
+    """Ctrl-C, or a kill, at this point."""
 
 
 def _rows(name: str) -> pd.DataFrame:
@@ -43,3 +66,26 @@ def test_two_sweeps_updating_sensitivity_csv_at_once_keep_both_panels(tmp_path, 
     other[0].join(timeout=30)
     table = sensitivity.read_sensitivity(tmp_path)
     assert sorted(table["name"]) == ["a", "b"]
+
+
+def test_a_plot_stopped_while_it_writes_a_figure_leaves_the_earlier_one_whole(
+    finished, tmp_path, monkeypatch
+):
+    """A plot interrupted (Ctrl-C) while matplotlib wrote toy.pdf left the first bytes of it
+    in place of the figure an earlier plot had drawn (and REPORT.md links the figures as
+    they are); now each figure is drawn in memory and renamed into place whole."""
+    from matplotlib.backends import backend_pdf
+
+    out = tmp_path / "out"
+    shutil.copytree(finished, out)
+    assert _cli("plot", out)[0] == 0
+    before = (out / "toy" / "toy.pdf").read_bytes()
+
+    def stopped(self):  # the PDF's objects are written, its cross-reference table is next
+        raise _Stopped
+
+    monkeypatch.setattr(backend_pdf.PdfFile, "writeXref", stopped)
+    with pytest.raises(_Stopped):
+        genvdis.plotting.plot_folders([out])
+    assert (out / "toy" / "toy.pdf").read_bytes() == before
+    assert not [p.name for p in (out / "toy").iterdir() if p.name.endswith(".tmp")]
