@@ -78,7 +78,8 @@ def save_figure(fig: plt.Figure, stem: Path) -> list[Path]:
             path = stem.with_suffix(f".{ext}")
             drawn = io.BytesIO()
             fig.savefig(drawn, format=ext, dpi=150, bbox_inches="tight", metadata=METADATA[ext])
-            results.atomic_write_bytes(path, drawn.getvalue(), durable=False)
+            with results.writing(path.parent, path.name, results.AGAIN):
+                results.atomic_write_bytes(path, drawn.getvalue(), durable=False)
             paths.append(path)
     plt.close(fig)
     return paths

@@ -116,18 +116,22 @@ def _sha256(data: str | bytes) -> str:
     return hashlib.sha256(data.encode() if isinstance(data, str) else data).hexdigest()
 
 
+RESUME = "finished blocks are kept: fix this, then rerun the same command to resume"
+AGAIN = "fix this, then rerun the same command"  # plot's and report's: they redo everything
+
+
 @contextlib.contextmanager
-def writing(folder: Path, what: str) -> Iterator[None]:
-    """Turn a failed write (disk full, quota, permissions, read-only) into one line naming
-    the folder and the problem. What was written before stays, so a rerun resumes."""
+def writing(folder: Path, what: str, then: str = RESUME) -> Iterator[None]:
+    """Turn a failed write (disk full, quota, permissions, read-only, a folder where the file
+    goes) into one line naming the folder and the problem, then `then`: what to do. What was
+    written before stays, so a rerun resumes."""
     try:
         yield
     except OSError as error:
         problem = (error.strerror or str(error)).lower()
-        raise UserError(
-            f"cannot write {what} in {folder}: {problem}; finished blocks are kept: fix "
-            "this, then rerun the same command to resume"
-        ) from None
+        if error.filename2:  # a rename into place: the file it could not replace
+            problem = f"{Path(error.filename2).name}: {problem}"
+        raise UserError(f"cannot write {what} in {folder}: {problem}; {then}") from None
 
 
 def fingerprint(resolved: dict) -> str:

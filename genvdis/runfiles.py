@@ -222,8 +222,9 @@ def _analyse_run(run_dir: Path, n_boot: int, seed: int) -> PanelAnalysis:
     done = analysis.analyse_panel(
         read_errors(run_dir), read_panel_config(run_dir), run_dir.name, n_boot, seed
     )
-    for name, table in done.tables.items():
-        results.atomic_write_csv(run_dir / name, table)
+    with results.writing(run_dir, "the analysis", results.AGAIN):
+        for name, table in done.tables.items():
+            results.atomic_write_csv(run_dir / name, table)
     return done
 
 
@@ -274,8 +275,9 @@ def _write_analysis(results_dir: Path, done: list[PanelAnalysis]) -> pd.DataFram
     from genvdis import analysis
 
     table = analysis.results_table([d.row for d in done])
-    results.atomic_write_csv(results_dir / "analysis.csv", table)
-    _write_pairs(results_dir, table, [row for d in done for row in d.pairs])
+    with results.writing(results_dir, "the analysis", results.AGAIN):
+        results.atomic_write_csv(results_dir / "analysis.csv", table)
+        _write_pairs(results_dir, table, [row for d in done for row in d.pairs])
     return table
 
 

@@ -89,3 +89,27 @@ def test_a_plot_stopped_while_it_writes_a_figure_leaves_the_earlier_one_whole(
         genvdis.plotting.plot_folders([out])
     assert (out / "toy" / "toy.pdf").read_bytes() == before
     assert not [p.name for p in (out / "toy").iterdir() if p.name.endswith(".tmp")]
+
+
+@pytest.mark.parametrize(
+    ("command", "in_the_way", "message"),
+    [
+        ("plot", "toy/toy.png", "toy.png in {out}/toy: toy.png"),
+        ("report", "toy/fits.csv", "the analysis in {out}/toy: fits.csv"),
+        ("report", "analysis.csv", "the analysis in {out}: analysis.csv"),
+        ("report", "REPORT.md", "the report in {out}: REPORT.md"),
+    ],
+)
+def test_plot_and_report_that_cannot_write_a_file_say_so_in_one_line(
+    finished, tmp_path, command, in_the_way, message
+):
+    """A figure, an analysis table or the report that cannot be written (here a folder is in
+    its place; a full disk or a read-only folder alike) was an internal error, exit 1; now one
+    line names the folder and the file, exit 2, and no temporary file is left."""
+    out = tmp_path / "out"
+    shutil.copytree(finished, out)
+    (out / in_the_way).mkdir()
+    code, stderr = _cli(command, out)
+    then = "is a directory; fix this, then rerun the same command"
+    assert (code, stderr) == (2, f"error: cannot write {message.format(out=out)}: {then}\n")
+    assert not list(out.rglob("*.tmp"))
