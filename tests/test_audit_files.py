@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 import genvdis
 from genvdis import results, sensitivity
 from genvdis.cli import app
+from genvdis.errors import UserError
 
 
 @pytest.fixture(scope="module")
@@ -113,3 +114,34 @@ def test_plot_and_report_that_cannot_write_a_file_say_so_in_one_line(
     then = "is a directory; fix this, then rerun the same command"
     assert (code, stderr) == (2, f"error: cannot write {message.format(out=out)}: {then}\n")
     assert not list(out.rglob("*.tmp"))
+
+
+def test_a_rerun_committing_while_report_reads_errors_csv_is_not_passed_off(
+    finished, tmp_path, monkeypatch, write_toy, toy_config
+):
+    """report (or plot) reads a run's errors.csv, then checks the file against manifest.json.
+    A rerun (another seed) that committed in between made the check hash the new file against
+    the new manifest, so the earlier run's numbers were analysed as the folder's, exit 0. Now
+    the bytes checked are the bytes read: refused in one line, saying to run it again."""
+    from genvdis import runfiles
+
+    out = tmp_path / "out"
+    shutil.copytree(finished, out)
+    config = write_toy(tmp_path, toy_config("sizes: [10, 20, 40]", "splits: 8"), "toy.yaml")
+    check = runfiles.check_manifest
+
+    def rerun_then_check(path, *args):
+        monkeypatch.setattr(runfiles, "check_manifest", check)
+        genvdis.run(config, seed=1, out=out)
+        check(path, *args)
+
+    monkeypatch.setattr(runfiles, "check_manifest", rerun_then_check)
+    with pytest.raises(UserError) as error:
+        runfiles.read_errors(out / "toy")
+    assert str(error.value) == (
+        f"{out / 'toy' / 'errors.csv'}: a run wrote its folder while it was read; run this "
+        "command again (once no run writes there)"
+    )
+    assert runfiles.read_errors(out / "toy")["error"].equals(
+        pd.read_csv(out / "toy" / "errors.csv")["error"]
+    )
