@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 import genvdis
-from genvdis import results, sensitivity
+from genvdis import fetch, results, sensitivity
 from genvdis.cli import app
 from genvdis.errors import UserError
 
@@ -144,4 +144,28 @@ def test_a_rerun_committing_while_report_reads_errors_csv_is_not_passed_off(
     )
     assert runfiles.read_errors(out / "toy")["error"].equals(
         pd.read_csv(out / "toy" / "errors.csv")["error"]
+    )
+
+
+def test_a_data_cache_that_is_a_file_is_said_so_not_blamed_on_the_network(
+    tmp_path, monkeypatch, toy_csv
+):
+    """GENVDIS_DATA naming a file (or a file where a dataset's subfolder goes): the download
+    failed on NotADirectoryError and the message said 'could not download it ... check the
+    network'; now it names the cache and the file in its path."""
+    cache = tmp_path / "cache"
+    cache.write_text("not a folder\n")
+    monkeypatch.setenv("GENVDIS_DATA", str(cache))
+    sha256 = fetch.file_sha256(toy_csv)
+    config = tmp_path / "toy.yaml"
+    config.write_text(
+        f"name: toy\ndataset: {{url: {toy_csv}, sha256: {sha256}, target: label}}\n"
+        'target: {positive: ["yes"]}\nsizes: [10, 20]\nsplits: 4\n'
+    )
+    code, stderr = _cli("run", config, "--out", tmp_path / "out", "-q")
+    folder = cache / "user" / sha256[:16]
+    assert (code, stderr) == (
+        2,
+        f"error: {config}: {toy_csv}: the data cache {folder} cannot be a folder: a file is in "
+        "its path; set GENVDIS_DATA to a folder (or remove the file)\n",
     )
