@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from genvdis import results
+from genvdis import results, runlock
 from genvdis.config import NAME_PATTERN, drawable_title
 from genvdis.errors import UserError
 from genvdis.yamlfile import read_yaml
@@ -92,6 +92,11 @@ def check_manifest(path: Path, sha256: str | None = None) -> None:
     than manifests) the file is read as it is. `sha256`: of the bytes read (default: the
     file's now)."""
     if (path.parent / results.COMMITTING).exists():
+        if runlock.in_use(path.parent):
+            raise UserError(
+                f"{path.parent}: a run is writing its results now; run this command again "
+                "when it has finished"
+            )
         raise UserError(
             f"{path.parent}: its last run was stopped while writing its results, so its files "
             "may be of two runs; rerun that run to finish it"

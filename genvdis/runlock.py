@@ -64,6 +64,25 @@ def holder(folder: Path, name: str = LOCK) -> str:
     return text or "a process that has not yet said who it is"
 
 
+def in_use(folder: Path) -> bool:
+    """Whether a run holds `folder` now; creates nothing and waits for nothing (a shared lock
+    taken and given back at once: a run starting in that instant would be told the folder is
+    in use, and rerun)."""
+    try:
+        fd = os.open(folder / LOCK, os.O_RDONLY)
+    except OSError:  # no lock file: no run, or one that ended
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return False
+
+
 def _acquire(folder: Path, wait: bool, name: str) -> int:
     """The descriptor of the locked lock file, once the path still names it."""
     path = folder / name

@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 import genvdis
-from genvdis import fetch, results, sensitivity
+from genvdis import fetch, results, runlock, sensitivity
 from genvdis.cli import app
 from genvdis.errors import UserError
 
@@ -169,3 +169,22 @@ def test_a_data_cache_that_is_a_file_is_said_so_not_blamed_on_the_network(
         f"error: {config}: {toy_csv}: the data cache {folder} cannot be a folder: a file is in "
         "its path; set GENVDIS_DATA to a folder (or remove the file)\n",
     )
+
+
+def test_plot_while_a_run_commits_into_the_folder_says_to_wait_not_to_rerun_it(finished, tmp_path):
+    """plot or report during a run's commit found its mark (.committing) and said 'its last
+    run was stopped while writing its results ... rerun that run', of a run that was not
+    stopped; now, while a run holds the folder, they say a run is writing it."""
+    out = tmp_path / "out"
+    shutil.copytree(finished, out)
+    run_dir = out / "toy"
+    (run_dir / results.COMMITTING).write_text("")
+    with runlock.hold(run_dir):  # the run, committing
+        code, stderr = _cli("plot", out)
+    assert (code, stderr) == (
+        2,
+        f"error: {run_dir}: a run is writing its results now; run this command again when it "
+        "has finished\n",
+    )
+    code, stderr = _cli("report", out)  # no run holds it: one was stopped in its commit
+    assert code == 2 and "its last run was stopped while writing its results" in stderr
