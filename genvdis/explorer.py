@@ -196,8 +196,10 @@ def _run_data(
 ) -> dict[str, Any]:
     """Everything the page shows of one run (`analysed`: its row of analysis.csv, if any)."""
     summary = read_summary(run_dir)  # checked: a table genvdis wrote, the bytes its manifest lists
-    if run_dir.parent != results_dir:  # a nested run: analysed by some earlier report
-        check_analysis(run_dir, summary, analysed)  # (the report analyses results_dir's own)
+    # analysed by an earlier report (a nested run), or by this one, which a rerun that
+    # committed while the report worked has made stale: the curves would be of one run and
+    # the differences and verdict of another
+    check_analysis(run_dir, summary, analysed)
     folder = run_dir.relative_to(results_dir).as_posix()
     if folder == ".":
         folder = run_dir.name

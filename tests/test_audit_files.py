@@ -188,3 +188,30 @@ def test_plot_while_a_run_commits_into_the_folder_says_to_wait_not_to_rerun_it(f
     )
     code, stderr = _cli("report", out)  # no run holds it: one was stopped in its commit
     assert code == 2 and "its last run was stopped while writing its results" in stderr
+
+
+def test_a_rerun_committing_while_report_works_is_not_mixed_into_the_explorer(
+    finished, tmp_path, monkeypatch, write_toy, toy_config
+):
+    """report analyses each run, then builds explorer.html from the runs' summary.csv and that
+    analysis. A rerun (another seed) that committed in between gave a page with one run's
+    curves and the other's differences and verdict, exit 0. Now the page checks the analysis
+    against the summary it draws for every run: refused in one line saying to analyse again."""
+    from genvdis import report
+
+    out = tmp_path / "out"
+    shutil.copytree(finished, out)
+    config = write_toy(tmp_path, toy_config("sizes: [10, 20, 40]", "splits: 8"), "toy.yaml")
+    write = report.write_explorer
+
+    def rerun_then_write(folder, *args):
+        genvdis.run(config, seed=1, out=out)
+        return write(folder, *args)
+
+    monkeypatch.setattr(report, "write_explorer", rerun_then_write)
+    code, stderr = _cli("report", out, "--boot", "100")  # the rerun logs its lines first
+    assert (code, stderr.splitlines()[-1]) == (
+        2,
+        f"error: {out / 'toy' / 'differences.csv'}: not the analysis of this run's summary.csv "
+        f"(the run was rerun after it was analysed); analyse it again with `genvdis report {out}`",
+    )
