@@ -199,8 +199,11 @@ def _run_data(
 ) -> dict[str, Any]:
     """Everything the page shows of one run (`analysed`: its row of analysis.csv, if any)."""
     summary = read_summary(run_dir)  # checked: a table genvdis wrote, the bytes its manifest lists
-    if run_dir.parent != results_dir:  # a nested run: analysed by some earlier report
-        check_analysis(run_dir, summary, analysed)  # (the report analyses results_dir's own)
+    # a nested run was analysed by some earlier report; results_dir's own by this one, which a
+    # rerun that committed while the report worked makes stale (the curves would be one run's,
+    # the differences and verdict another's); a run without a manifest is read as it is
+    if run_dir.parent != results_dir or (run_dir / results.MANIFEST).is_file():
+        check_analysis(run_dir, summary, analysed)
     folder = run_dir.relative_to(results_dir).as_posix()
     if folder == ".":
         folder = run_dir.name

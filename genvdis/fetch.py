@@ -28,6 +28,7 @@ DATA_ENV = "GENVDIS_DATA"
 SIZE_FACTOR, MAX_USER_BYTES = 10, 2**30
 DISK_FULL = {errno.ENOSPC, errno.EDQUOT}
 NOT_WRITABLE = {errno.EACCES, errno.EPERM, errno.EROFS}
+NOT_A_FOLDER = {errno.ENOTDIR, errno.EEXIST}  # a file where the cache (or its subfolder) goes
 
 log = logging.getLogger(__name__)
 
@@ -169,7 +170,10 @@ def _retrieve(urls: list[str], sha256: str, target: Path, label: str, limit: int
                 "it; the download was stopped and not kept"
             ) from None
         except Exception as error:  # network errors come in many types; all mean "try the next"
-            if isinstance(error, OSError) and error.errno in DISK_FULL | NOT_WRITABLE:
+            if (
+                isinstance(error, OSError)
+                and error.errno in DISK_FULL | NOT_WRITABLE | NOT_A_FOLDER
+            ):
                 raise UserError(f"{label}: {_disk_problem(error, target.parent)}") from None
             failures.append(f"{url}: {type(error).__name__}")
             log.debug("download of %s failed", url, exc_info=True)
@@ -180,6 +184,11 @@ def _retrieve(urls: list[str], sha256: str, target: Path, label: str, limit: int
 
 
 def _disk_problem(error: OSError, folder: Path) -> str:
+    if error.errno in NOT_A_FOLDER:
+        return (
+            f"the data cache {folder} cannot be a folder: a file is in its path; "
+            f"set {DATA_ENV} to a folder (or remove the file)"
+        )
     if error.errno in DISK_FULL:
         return (
             f"no space left on the disk of the data cache {folder} ({error.strerror}); "

@@ -10,6 +10,7 @@ reproducible apply only while `save_figure` writes them.
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -68,12 +69,17 @@ def draw_panel(ax: plt.Axes, summary: pd.DataFrame, title: str, small: bool = Fa
 
 
 def save_figure(fig: plt.Figure, stem: Path) -> list[Path]:
-    """`stem`.png and .pdf, with no timestamps inside, so reruns give identical bytes."""
+    """`stem`.png and .pdf, with no timestamps inside, so reruns give identical bytes. Each is
+    drawn in memory and written atomically: a plot stopped midway (Ctrl-C, a kill, a full disk)
+    leaves the figure that was there, never a truncated one a report would link."""
     paths = []
     with plt.rc_context(SAVE_STYLE):
         for ext in ("png", "pdf"):
             path = stem.with_suffix(f".{ext}")
-            fig.savefig(path, dpi=150, bbox_inches="tight", metadata=METADATA[ext])
+            drawn = io.BytesIO()
+            fig.savefig(drawn, format=ext, dpi=150, bbox_inches="tight", metadata=METADATA[ext])
+            with results.writing(path.parent, path.name, results.AGAIN):
+                results.atomic_write_bytes(path, drawn.getvalue(), durable=False)
             paths.append(path)
     plt.close(fig)
     return paths

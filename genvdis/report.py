@@ -423,8 +423,9 @@ def write_reports(
         table = runfiles.read_analysis(results_dir)
         blocks = build_blocks(results_dir, table)
         md, page = results_dir / "REPORT.md", results_dir / "REPORT.html"
-        results.atomic_write_text(md, to_markdown(blocks))
-        results.atomic_write_text(page, to_html(blocks, "genvdis report"))
-        write_explorer(results_dir)
+        with results.writing(results_dir, "the report", results.AGAIN):
+            results.atomic_write_text(md, to_markdown(blocks))
+            results.atomic_write_text(page, to_html(blocks, "genvdis report"))
+            write_explorer(results_dir)
         written.append((md, page))
     return written

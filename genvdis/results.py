@@ -68,11 +68,16 @@ FILE_MODE = 0o666 & ~_current_umask()  # what open() would give: mkstemp's files
 def atomic_write_text(path: Path, text: str, durable: bool = True) -> None:
     """Write via a temporary file in the same folder, then rename: all or nothing. `durable`
     (fsync before the rename, and of the folder after it): even if the machine goes down."""
+    atomic_write_bytes(path, text.encode("utf-8"), durable)
+
+
+def atomic_write_bytes(path: Path, data: bytes, durable: bool = True) -> None:
+    """`atomic_write_text` for bytes (the figures)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
-            stream.write(text)
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
             stream.flush()
             os.fchmod(stream.fileno(), FILE_MODE)
             if durable:
@@ -111,18 +116,22 @@ def _sha256(data: str | bytes) -> str:
     return hashlib.sha256(data.encode() if isinstance(data, str) else data).hexdigest()
 
 
+RESUME = "finished blocks are kept: fix this, then rerun the same command to resume"
+AGAIN = "fix this, then rerun the same command"  # plot's and report's: they redo everything
+
+
 @contextlib.contextmanager
-def writing(folder: Path, what: str) -> Iterator[None]:
-    """Turn a failed write (disk full, quota, permissions, read-only) into one line naming
-    the folder and the problem. What was written before stays, so a rerun resumes."""
+def writing(folder: Path, what: str, then: str = RESUME) -> Iterator[None]:
+    """Turn a failed write (disk full, quota, permissions, read-only, a folder where the file
+    goes) into one line naming the folder and the problem, then `then`: what to do. What was
+    written before stays, so a rerun resumes."""
     try:
         yield
     except OSError as error:
         problem = (error.strerror or str(error)).lower()
-        raise UserError(
-            f"cannot write {what} in {folder}: {problem}; finished blocks are kept: fix "
-            "this, then rerun the same command to resume"
-        ) from None
+        if error.filename2:  # a rename into place: the file it could not replace
+            problem = f"{Path(error.filename2).name}: {problem}"
+        raise UserError(f"cannot write {what} in {folder}: {problem}; {then}") from None
 
 
 def fingerprint(resolved: dict) -> str:

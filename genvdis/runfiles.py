@@ -9,6 +9,8 @@ written here is written atomically (`results.atomic_write_text`).
 from __future__ import annotations
 
 import functools
+import hashlib
+import io
 import json
 import logging
 import re
@@ -18,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from genvdis import results
+from genvdis import results, runlock
 from genvdis.config import NAME_PATTERN, drawable_title
 from genvdis.errors import UserError
 from genvdis.yamlfile import read_yaml
@@ -35,10 +37,11 @@ ERRORS_NEEDS = {"model": False, "m": True, "split": True, "error": True}
 PAIRS_FILE = "pairs.csv"
 
 
-def read_table(path: Path, needs: dict[str, bool]) -> pd.DataFrame:
-    """A CSV genvdis wrote, with the columns `needs` names (True: finite numbers)."""
+def read_table(path: Path, needs: dict[str, bool], data: bytes | None = None) -> pd.DataFrame:
+    """A CSV genvdis wrote, with the columns `needs` names (True: finite numbers); parsed from
+    `data`, its bytes as read already, if given."""
     try:
-        table = pd.read_csv(path)
+        table = pd.read_csv(path if data is None else io.BytesIO(data))
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
         first = (str(error).strip().splitlines() or ["empty file"])[0]
         raise UserError(f"{path}: not a table genvdis wrote ({first})") from None
@@ -62,26 +65,38 @@ def read_table(path: Path, needs: dict[str, bool]) -> pd.DataFrame:
 
 
 def read_summary(run_dir: Path) -> pd.DataFrame:
-    table = read_table(run_dir / "summary.csv", SUMMARY_NEEDS)
-    check_manifest(run_dir / "summary.csv")
-    return table
+    return _read_checked(run_dir / "summary.csv", SUMMARY_NEEDS)
 
 
 def read_errors(run_dir: Path) -> pd.DataFrame:
-    table = read_table(run_dir / "errors.csv", ERRORS_NEEDS)
-    check_manifest(run_dir / "errors.csv")
+    return _read_checked(run_dir / "errors.csv", ERRORS_NEEDS)
+
+
+def _read_checked(path: Path, needs: dict[str, bool]) -> pd.DataFrame:
+    """A run's numbers, read once: the bytes parsed are the bytes checked against its manifest
+    (a rerun that commits between a read and a second read for the check would pass an
+    earlier run's numbers as the folder's)."""
+    data = path.read_bytes()
+    table = read_table(path, needs, data)
+    check_manifest(path, hashlib.sha256(data).hexdigest())
     return table
 
 
-def check_manifest(path: Path) -> None:
+def check_manifest(path: Path, sha256: str | None = None) -> None:
     """A run's numbers (errors.csv, summary.csv) must have the bytes its folder's manifest.json
     lists: a file edited or replaced since (or left by a later run killed before its commit
     ended) would put numbers that are not the run's in a figure, a report or the API.
     config.yaml is not checked: its analysis settings (`compare`) may be edited after a run.
     A run killed while it committed its files leaves them mixed with an earlier run's (and
     its mark, `results.COMMITTING`): refused too. Without a manifest or that mark (runs older
-    than manifests) the file is read as it is."""
+    than manifests) the file is read as it is. `sha256`: of the bytes read (default: the
+    file's now)."""
     if (path.parent / results.COMMITTING).exists():
+        if runlock.in_use(path.parent):
+            raise UserError(
+                f"{path.parent}: a run is writing its results now; run this command again "
+                "when it has finished"
+            )
         raise UserError(
             f"{path.parent}: its last run was stopped while writing its results, so its files "
             "may be of two runs; rerun that run to finish it"
@@ -94,11 +109,17 @@ def check_manifest(path: Path) -> None:
         return
     except (OSError, ValueError, KeyError, TypeError):
         raise UserError(f"{manifest}: damaged; rerun the run to rewrite it") from None
-    if expected is not None and results.output_sha256(path) != expected:
+    if expected is None or (sha256 or results.output_sha256(path)) == expected:
+        return
+    if sha256 is not None and results.output_sha256(path) == expected:
         raise UserError(
-            f"{path}: changed since its run wrote it (manifest.json lists other bytes); "
-            "rerun the run to rewrite it"
+            f"{path}: a run wrote its folder while it was read; run this command again (once "
+            "no run writes there)"
         )
+    raise UserError(
+        f"{path}: changed since its run wrote it (manifest.json lists other bytes); "
+        "rerun the run to rewrite it"
+    )
 
 
 def check_analysis(run_dir: Path, summary: pd.DataFrame, row: dict[str, Any] | None) -> None:
@@ -239,8 +260,9 @@ def _analyse_run(run_dir: Path, n_boot: int, seed: int) -> PanelAnalysis:
     done = analysis.analyse_panel(
         read_errors(run_dir), read_panel_config(run_dir), run_dir.name, n_boot, seed
     )
-    for name, table in done.tables.items():
-        results.atomic_write_csv(run_dir / name, table)
+    with results.writing(run_dir, "the analysis", results.AGAIN):
+        for name, table in done.tables.items():
+            results.atomic_write_csv(run_dir / name, table)
     return done
 
 
@@ -291,8 +313,9 @@ def _write_analysis(results_dir: Path, done: list[PanelAnalysis]) -> pd.DataFram
     from genvdis import analysis
 
     table = analysis.results_table([d.row for d in done])
-    results.atomic_write_csv(results_dir / "analysis.csv", table)
-    _write_pairs(results_dir, table, [row for d in done for row in d.pairs])
+    with results.writing(results_dir, "the analysis", results.AGAIN):
+        results.atomic_write_csv(results_dir / "analysis.csv", table)
+        _write_pairs(results_dir, table, [row for d in done for row in d.pairs])
     return table
 
 

@@ -30,13 +30,15 @@ LOCK = ".lock"
 
 
 @contextlib.contextmanager
-def hold(folder: Path, wait: bool = False) -> Iterator[None]:
+def hold(folder: Path, wait: bool = False, name: str = LOCK) -> Iterator[None]:
     """Hold `folder` (created if missing) for the block. If another process holds it: wait
     for it with `wait`, else a UserError naming the holder. Folders this call created are
-    removed on the way out if they are still empty (a run refused early leaves nothing)."""
+    removed on the way out if they are still empty (a run refused early leaves nothing).
+    `name`: the lock file's, for a lock on one file of the folder (sensitivity.csv's update)
+    rather than on the folder's run."""
     created = _missing_parents(folder)
     try:
-        fd = _acquire(folder, wait)
+        fd = _acquire(folder, wait, name)
     except OSError as error:  # cannot create the folder or the lock file
         _remove_empty(created)
         problem = (error.strerror or str(error)).lower()
@@ -48,23 +50,42 @@ def hold(folder: Path, wait: bool = False) -> Iterator[None]:
         yield
     finally:
         with contextlib.suppress(OSError):
-            (folder / LOCK).unlink()
+            (folder / name).unlink()
         os.close(fd)
         _remove_empty(created)
 
 
-def holder(folder: Path) -> str:
+def holder(folder: Path, name: str = LOCK) -> str:
     """Who holds the folder, as the lock file says: 'pid 123 on host, since ...'."""
     try:
-        text = (folder / LOCK).read_text(encoding="utf-8", errors="replace").strip()
+        text = (folder / name).read_text(encoding="utf-8", errors="replace").strip()
     except OSError:
         text = ""
     return text or "a process that has not yet said who it is"
 
 
-def _acquire(folder: Path, wait: bool) -> int:
+def in_use(folder: Path) -> bool:
+    """Whether a run holds `folder` now; creates nothing and waits for nothing (a shared lock
+    taken and given back at once: a run starting in that instant would be told the folder is
+    in use, and rerun)."""
+    try:
+        fd = os.open(folder / LOCK, os.O_RDONLY)
+    except OSError:  # no lock file: no run, or one that ended
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return False
+
+
+def _acquire(folder: Path, wait: bool, name: str) -> int:
     """The descriptor of the locked lock file, once the path still names it."""
-    path = folder / LOCK
+    path = folder / name
     while True:
         folder.mkdir(parents=True, exist_ok=True)
         try:
@@ -72,7 +93,7 @@ def _acquire(folder: Path, wait: bool) -> int:
         except FileNotFoundError:  # the folder was removed in between: start over
             continue
         try:
-            _lock(fd, folder, wait)
+            _lock(fd, folder, wait, name)
             if _still_named(fd, path):
                 _sign(fd)
                 return fd
@@ -82,13 +103,13 @@ def _acquire(folder: Path, wait: bool) -> int:
         os.close(fd)  # locked a file its holder removed on release: lock the new one
 
 
-def _lock(fd: int, folder: Path, wait: bool) -> None:
+def _lock(fd: int, folder: Path, wait: bool, name: str) -> None:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         return
     except BlockingIOError:
         pass
-    who = holder(folder)
+    who = holder(folder, name)
     if not wait:
         raise UserError(
             f"{folder} is in use by another genvdis run ({who}); wait for it to finish, "

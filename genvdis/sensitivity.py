@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from genvdis import results, runfiles
+from genvdis import results, runfiles, runlock
 from genvdis.errors import UserError
 from genvdis.reportformat import Block, fmt_int, is_missing
 from genvdis.variants import BASELINE
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from genvdis.sweeps import Planned
 
 SENSITIVITY = "sensitivity.csv"
+SENSITIVITY_LOCK = ".sensitivity.lock"  # held while sensitivity.csv is read and rewritten
 COLUMNS = [
     "name", "panel", "variant", "changed", "same_as", "not_run", "n_splits", "verdict",
     "keeps_verdict", "m_cross", "m_cross_interp", "m_cross_ci_low", "m_cross_ci_high",
@@ -101,14 +102,18 @@ def read_sensitivity(results_dir: Path) -> pd.DataFrame | None:
 
 
 def update(out: Path, rows: pd.DataFrame) -> Path:
-    """Write sensitivity.csv: these rows, replacing any earlier rows of the same panel."""
-    old = read_sensitivity(out)
-    if old is not None:
-        rows = pd.concat([old[~old["name"].isin(set(rows["name"]))], rows], ignore_index=True)
-    rows = rows.sort_values(["panel", "name"], na_position="last", kind="stable")
+    """Write sensitivity.csv: these rows, replacing any earlier rows of the same panel. One
+    update at a time (a lock beside it, waited for): two sweeps of different panels into one
+    folder that read it at once would each write back the rows they read, losing the other's."""
     path = Path(out) / SENSITIVITY
-    with results.writing(Path(out), SENSITIVITY):
-        results.atomic_write_csv(path, rows[COLUMNS].reset_index(drop=True))
+    with runlock.hold(Path(out), wait=True, name=SENSITIVITY_LOCK):
+        old = read_sensitivity(out)
+        if old is not None:
+            keep = old[~old["name"].isin(set(rows["name"]))]
+            rows = pd.concat([keep, rows], ignore_index=True)
+        rows = rows.sort_values(["panel", "name"], na_position="last", kind="stable")
+        with results.writing(Path(out), SENSITIVITY):
+            results.atomic_write_csv(path, rows[COLUMNS].reset_index(drop=True))
     return path
 
 
