@@ -158,7 +158,7 @@ def test_bad_options_are_user_errors():
     with pytest.raises(genvdis.UserError, match="--backend must be"):
         genvdis.run("pima", backend="mpi")
     # splits and seed: checked once, by the config's own fields
-    with pytest.raises(genvdis.UserError, match="^--splits 0: splits: .* equal to 1"):
+    with pytest.raises(genvdis.UserError, match="^--splits 0: splits: .* equal to 2"):
         genvdis.run("pima", splits=0)
     with pytest.raises(genvdis.UserError, match="^--seed -1: seed: .* equal to 0"):
         genvdis.run("pima", seed=-1)
