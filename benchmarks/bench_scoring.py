@@ -38,9 +38,9 @@ def classifiers_of(path: str, splits: int) -> tuple[str, scoring.EncodedData, li
     kept = []
     count = engine.count_errors
 
-    def keep(data, classifiers, train, test_mask=None):
-        kept.append((classifiers, train, test_mask))
-        return count(data, classifiers, train, test_mask)
+    def keep(data, classifiers, train, test_mask=None, ties=None):
+        kept.append((classifiers, train, test_mask, ties))
+        return count(data, classifiers, train, test_mask, ties)
 
     engine.count_errors = keep
     try:
@@ -60,13 +60,13 @@ def compare(path: str, splits: int, repeats: int) -> None:
         sparse_data, dense_data = encoded, dataclasses.replace(encoded, sparse=None)
     density = sparse_data.sparse.column.size / encoded.scoring.size
     rule = "sparse" if encoded.sparse is not None else "dense"
-    for classifiers, train, test_mask in kept:
+    for classifiers, train, test_mask, ties in kept:
         seconds = {"dense": np.inf, "sparse": np.inf}
         counts = {}
         with tuning.one_thread():
             for way, data in [("dense", dense_data), ("sparse", sparse_data)] * repeats:
                 started = time.perf_counter()
-                counts[way] = scoring.count_errors(data, classifiers, train, test_mask)
+                counts[way] = scoring.count_errors(data, classifiers, train, test_mask, ties)
                 seconds[way] = min(seconds[way], time.perf_counter() - started)
         same = np.array_equal(counts["dense"], counts["sparse"])
         print(

@@ -115,11 +115,14 @@ def _fit_linear(data, models, m, block, protocol, train, test_mask) -> tuple[dic
     classifiers = [
         data.as_onehot(fit, model.reference_coding) for fit, model in zip(fits, models, strict=True)
     ]
+    ties = np.concatenate([fit.ties for fit in fits])  # stacked like the classifiers
     if isinstance(models[0], multiclass.MultiModel):  # K classes: argmax of the scores
         rows = np.column_stack([data.onehot, np.ones(len(data.y))])
-        errors = multiclass.count_errors(rows, data.y, np.vstack(classifiers), train, test_mask)
+        errors = multiclass.count_errors(
+            rows, data.y, np.vstack(classifiers), train, test_mask, ties
+        )
     else:
-        errors = count_errors(data, np.vstack(classifiers), train, test_mask)
+        errors = count_errors(data, np.vstack(classifiers), train, test_mask, ties)
     errors = errors.reshape(len(models), len(block))
     names = [model.name for model in models]
     return dict(zip(names, errors, strict=True)), dict(zip(names, fits, strict=True))

@@ -46,18 +46,25 @@ def checked(spec: type, **params: Any) -> dict[str, Any]:
 @dataclass
 class BatchFit:
     """S fitted linear classifiers: log-odds = Z @ coef[s] + intercept[s]; `trajectories`[s]:
-    how many sampler trajectories drew split s's hyperplane (0 where none did)."""
+    how many sampler trajectories drew split s's hyperplane (0 where none did); `ties`[s]: a
+    decision value within ties[s] of 0 is an exact tie, decided as 0 (negative; K classes: a
+    score within ties[s] of the top one ties it, and the lowest class wins). A model whose
+    log-odds can be exactly 0 in exact arithmetic (discrete naive Bayes) sets it to a bound on
+    its rounding; default 0: a value decided as computed (exactly 0 is already a tie)."""
 
     coef: np.ndarray
     intercept: np.ndarray
     separable: np.ndarray
     trajectories: np.ndarray | None = None
+    ties: np.ndarray | None = None
 
-    FIELDS = ("coef", "intercept", "separable", "trajectories")
+    FIELDS = ("coef", "intercept", "separable", "trajectories", "ties")
 
     def __post_init__(self) -> None:
         if self.trajectories is None:
             self.trajectories = np.zeros(len(self.separable), dtype=np.int64)
+        if self.ties is None:
+            self.ties = np.zeros(len(self.separable))
 
 
 class LinearModel:
@@ -145,11 +152,13 @@ class LinearModel:
         keys = streams.stream_keys(random_state, len(y), [0], stream=1)
         fit = self.fit_batch(self.encode(X), y, idx, keys)
         self.coef_, self.intercept_ = fit.coef[0], float(fit.intercept[0])
-        self.separable_ = bool(fit.separable[0])
+        self.separable_, self.ties_ = bool(fit.separable[0]), float(fit.ties[0])
         return self
 
     def decision_function(self, X: np.ndarray) -> np.ndarray:
         return self.encode(X) @ self.coef_ + self.intercept_
 
     def predict(self, X: np.ndarray) -> np.ndarray:
-        return (self.decision_function(X) > 0).astype(np.int64)
+        """Positive where the log-odds is > 0; within `ties_` of 0 it is a tie (`BatchFit`),
+        predicted negative."""
+        return (self.decision_function(X) > self.ties_).astype(np.int64)

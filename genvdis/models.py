@@ -113,6 +113,41 @@ def _class_sums(
     return counts, sums, squares
 
 
+def tie_bound(magnitudes: np.ndarray, prior: np.ndarray, levels: tuple[int, ...]) -> np.ndarray:
+    """(S,) bounds on the rounding error of discrete naive Bayes' log-odds on any row, from
+    the computed |log p(x_i = v | 1)| + |log p(x_i = v | 0)| of every one-hot column
+    (magnitudes (S, D): the attributes' levels side by side, `levels` of each) and the
+    computed |log-prior| (S,). Where the exact log-odds is 0 (a tie), the double value is
+    within this bound of 0; `scoring` then decides it as 0.
+
+    Derivation, u = 2^-53 the unit roundoff, gamma_n = n u / (1 - n u). Counts c, n and the
+    levels k are integers (exact in double), l > 0. The ratio r = (c + l) / (n + k l) takes 4
+    roundings of positive numbers: r^ = r (1 + t), |t| <= gamma_4. np.log is accurate to a few
+    ulp; take a relative error of at most rho u, rho = 8 (4 ulp; glibc's is below 1 ulp), so
+    L^ = log(r^) (1 + e), |e| <= rho u, and |L^ - log r| <= |log(1 + t)| + rho u |L^| / (1 -
+    rho u) <= 4.01 u + 1.01 rho u |L^|. A weight fl(L1^ - L0^) is then within 8.02 u + (1.01
+    rho + 1) u (|L1^| + |L0^|) of the exact L1 - L0; the prior fl(log(fl(fl(n1 + l) / fl(n0 +
+    l)))) within 3.01 u + 1.01 rho u |P^| of log((n1 + l) / (n0 + l)). A row's decision
+    value sums A + 1 nonzero terms (one weight per attribute, x = 1 makes the product exact,
+    and the intercept; the zeros add exactly), in any order, with or without FMA: gamma_A
+    sum |term| more, each |term| <= (1 + u) M_i, with M_i the largest magnitude among
+    attribute i's levels (M_0 = |P^| for the prior). In all:
+
+        |computed - exact| <= sum_i (8.02 u + (1.01 rho + 1 + 1.01 A) u M_i)
+                           <= 1.01 (A + 10) u sum_{i=0..A} (M_i + 1)    (rho = 8),
+
+    and the bound returned is twice that, a margin for what the analysis leaves out (u's
+    second-order terms). Exact log-odds that are not 0 but within it cannot be told from 0 in
+    double anyway: they are decided as ties too (docs/analysis.md). A magnitude that is not
+    finite (no such count with l > 0) gives 0: such a classifier is scored as computed."""
+    starts = np.concatenate([[0], np.cumsum(levels)[:-1]]).astype(np.int64)
+    largest = np.maximum.reduceat(magnitudes, starts, axis=1)  # M_i of every attribute
+    A = len(levels)
+    total = largest.sum(axis=1) + A + prior + 1.0
+    bound = 2 * 1.01 * (A + 10) * 2.0**-53 * total
+    return np.where(np.isfinite(bound), bound, 0.0)
+
+
 class NaiveBayes(LinearModel):
     """Naive Bayes: shared-variance Gaussians for continuous, Laplace-smoothed counts for
     discrete attributes. Both give log-odds linear in the one-hot data."""
@@ -157,16 +192,23 @@ class NaiveBayes(LinearModel):
             coef[:, :p] = (mu1 - mu0) / var
             intercept -= ((mu1**2 - mu0**2) / (2 * var)).sum(axis=1)
             intercept -= np.einsum("sd,sd->s", coef[:, :p], Z[idx[:, 0], :p])
+        ties = np.zeros(idx.shape[0])
         if self.layout.n_discrete:
             l = self.laplace  # noqa: E741 (the paper's name)
             k = np.repeat(self.layout.levels, self.layout.levels).astype(float)
             c0, c1 = sums[:, 0, p:], sums[:, 1, p:]
-            coef[:, p:] = np.log((c1 + l) / (n1[:, None] + k * l))
-            coef[:, p:] -= np.log((c0 + l) / (n0[:, None] + k * l))
+            log1 = np.log((c1 + l) / (n1[:, None] + k * l))
+            log0 = np.log((c0 + l) / (n0[:, None] + k * l))
+            coef[:, p:] = log1 - log0
             prior = np.log((n1 + l) / (n0 + l))
+            bound = tie_bound(np.abs(log1) + np.abs(log0), np.abs(prior), self.layout.levels)
+            # a continuous part exactly 0 (every continuous weight 0) leaves the discrete
+            # log-odds, a sum of logs of rationals that can be exactly 0: ties decided as 0
+            discrete = (coef[:, :p] == 0).all(axis=1) & (intercept == 0)
+            ties = np.where(discrete, bound, 0.0)
         else:
             prior = np.log(n1 / n0)
-        return BatchFit(coef, intercept + prior, np.zeros(idx.shape[0], dtype=bool))
+        return BatchFit(coef, intercept + prior, np.zeros(idx.shape[0], dtype=bool), ties=ties)
 
 
 class LDA(LinearModel):

@@ -9,7 +9,9 @@ c's are its log-odds against class 0. So for K = 2 every model here gives the bi
 log-odds, by the same formulas, and predicts as it does.
 
 Ties: the lowest class index wins (`predict`, `count_errors`): for K = 2 that is the binary
-rule "positive where the log-odds is > 0".
+rule "positive where the log-odds is > 0". A score within `BatchFit.ties` of the top one ties
+it (naive Bayes on discrete attributes, whose scores can tie exactly: the bound on their
+rounding, `models.tie_bound`).
 
 - `MultiNaiveBayes`: the binary `NaiveBayes` with K classes: Gaussians with a per-feature
   variance shared by all classes, Laplace-smoothed counts for discrete attributes.
@@ -23,7 +25,7 @@ import numpy as np
 
 from genvdis import streams
 from genvdis.linear import BatchFit, LinearModel
-from genvdis.models import LDA, NaiveBayes, class_sums
+from genvdis.models import LDA, NaiveBayes, class_sums, tie_bound
 from genvdis.preprocessing import FeatureLayout
 
 SCORE_BYTES = 32 * 2**20  # scores (rows x splits x classes) computed at once when scoring
@@ -45,7 +47,7 @@ class MultiModel(LinearModel):
         keys = streams.stream_keys(random_state, len(y), [0], stream=1)
         fit = self.fit_batch(self.encode(X), y, idx, keys)
         self.coef_, self.intercept_ = fit.coef[0], fit.intercept[0]
-        self.separable_ = bool(fit.separable[0])
+        self.separable_, self.ties_ = bool(fit.separable[0]), float(fit.ties[0])
         return self
 
     def decision_function(self, X: np.ndarray) -> np.ndarray:
@@ -53,7 +55,9 @@ class MultiModel(LinearModel):
         return self.encode(X) @ self.coef_.T + self.intercept_
 
     def predict(self, X: np.ndarray) -> np.ndarray:
-        return np.argmax(self.decision_function(X), axis=1)  # ties: the lowest class
+        scores = self.decision_function(X)
+        # ties (a score within ties_ of the largest, `BatchFit`): the lowest class
+        return np.argmax(scores >= scores.max(axis=1, keepdims=True) - self.ties_, axis=1)
 
 
 class MultiNaiveBayes(MultiModel, NaiveBayes):
@@ -77,10 +81,18 @@ class MultiNaiveBayes(MultiModel, NaiveBayes):
             k = np.repeat(self.layout.levels, self.layout.levels).astype(float)
             log_p = np.log((sums[:, :, p:] + l) / (counts[:, :, None] + k * l))
             coef[:, 1:, p:] = log_p[:, 1:] - log_p[:, :1]
-            intercept[:, 1:] += np.log((counts[:, 1:] + l) / (counts[:, :1] + l))
+            discrete = (coef[:, :, :p] == 0).all(axis=(1, 2)) & (intercept == 0).all(axis=1)
+            prior = np.log((counts[:, 1:] + l) / (counts[:, :1] + l))
+            intercept[:, 1:] += prior
+            # each class's score is a binary log-odds against class 0 (`tie_bound`); two
+            # scores' difference rounds by at most the sum of their bounds
+            magnitudes = (np.abs(log_p[:, 1:]) + np.abs(log_p[:, :1])).max(axis=1)
+            bound = tie_bound(magnitudes, np.abs(prior).max(axis=1), self.layout.levels)
+            ties = np.where(discrete, 2 * bound, 0.0)
         else:
             intercept[:, 1:] += np.log(counts[:, 1:] / counts[:, :1])
-        return BatchFit(coef, intercept, np.zeros(idx.shape[0], dtype=bool))
+            ties = None
+        return BatchFit(coef, intercept, np.zeros(idx.shape[0], dtype=bool), ties=ties)
 
     def _gaussian(
         self, Z: np.ndarray, idx: np.ndarray, counts: np.ndarray, sums: np.ndarray,
@@ -143,10 +155,12 @@ def count_errors(
     coef: np.ndarray,
     train: np.ndarray,
     test_mask: np.ndarray | None = None,
+    ties: np.ndarray | None = None,
 ) -> np.ndarray:
     """Test errors of classifiers coef (L, K, D + 1) (the intercept last) on the rows Z1
     (n, D + 1) (the data with a column of ones): the 0/1 loss of the argmax over classes, ties
-    to the lowest class. Classifier l belongs to split l % S, with training rows train[l % S]
+    to the lowest class, a score within ties[l] (L,) of the top one a tie (`BatchFit.ties`;
+    default: none). Classifier l belongs to split l % S, with training rows train[l % S]
     (S, m); a split tests on every other row, or on the rows test_mask (S, n) marks.
     Classifiers whose weights are not finite are a bug (the data are finite and bounded):
     ArithmeticError, never a silent count."""
@@ -155,6 +169,9 @@ def count_errors(
         raise ArithmeticError(f"classifiers {bad} have weights that are not finite")
     L, K, width = coef.shape
     S, n = train.shape[0], len(y)
+    ties = np.zeros(L) if ties is None else np.ascontiguousarray(ties, dtype=float)
+    if ties.shape != (L,) or not (ties >= 0).all() or not np.isfinite(ties).all():
+        raise ValueError(f"count_errors: ties must be {L} finite bounds >= 0")
     tested = np.ones((S, n), dtype=bool) if test_mask is None else test_mask.copy()
     if test_mask is None:
         tested[np.arange(S)[:, None], train] = False
@@ -164,16 +181,17 @@ def count_errors(
     labels = np.ascontiguousarray(y, dtype=np.int64)
     for start in range(0, n, chunk):
         scores = (Z1[start : start + chunk] @ flat).reshape(-1, L, K)
-        _add_wrong(scores, labels[start : start + chunk], tested[:, start : start + chunk], errors)
+        rows = slice(start, start + chunk)
+        _add_wrong(scores, labels[rows], tested[:, rows], ties, errors)
     return errors
 
 
 @streams.jit
-def _add_wrong(scores, y, tested, errors):  # noqa: ANN001, ANN202 (compiled)
+def _add_wrong(scores, y, tested, ties, errors):  # noqa: ANN001, ANN202 (compiled)
     """errors[c] += the rows i (scores (rows, L, K)) that classifier c, tested on them
     (tested[c % S, i]), gives a class other than y[i]: the first largest score's (np.argmax's
-    rule, ties to the lowest class), in one pass (1.6x as fast as argmax, compare, mask, sum
-    in numpy)."""
+    rule, ties to the lowest class), a score within ties[c] of the largest tying it, in one
+    pass (1.6x as fast as argmax, compare, mask, sum in numpy)."""
     S = tested.shape[0]
     for i in range(scores.shape[0]):
         for c in range(scores.shape[1]):  # classifier c
@@ -183,6 +201,11 @@ def _add_wrong(scores, y, tested, errors):  # noqa: ANN001, ANN202 (compiled)
             for k in range(1, scores.shape[2]):
                 if scores[i, c, k] > top:
                     best, top = k, scores[i, c, k]
+            if ties[c] > 0.0:  # the lowest class tied with the top (ties 0: the first top)
+                for k in range(best):
+                    if scores[i, c, k] >= top - ties[c]:
+                        best = k
+                        break
             if best != y[i]:
                 errors[c] += 1
 

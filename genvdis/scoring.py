@@ -118,7 +118,7 @@ SCORE_BYTES = 2**19  # a chunk of decision values stays in a core's L2 cache
 @streams.jit
 def _count_wrong(
     decision: np.ndarray, tolerance: np.ndarray, rows: np.ndarray, coef: np.ndarray,
-    positive: bool, errors: np.ndarray, tested: np.ndarray | None,
+    positive: bool, errors: np.ndarray, tested: np.ndarray | None, ties: np.ndarray,
 ) -> None:  # fmt: skip
     """Add to errors (K,) a chunk's wrong decisions: non-positive values on positive rows,
     positive values on negative ones; on every row, or on the rows `tested` (rows, S) marks
@@ -126,7 +126,8 @@ def _count_wrong(
 
     `decision` (rows, K) holds single-precision values, within `tolerance` (K,) of the exact
     ones; the few within it of 0 are recomputed in double precision from `rows` (rows, D + 1)
-    and `coef` (D + 1, K), so every count is the double-precision one. Compiled, the
+    and `coef` (D + 1, K), so every count is the double-precision one, a value within ties[k]
+    of 0 an exact tie, decided as 0 (`_wrong_in_double`). Compiled, the
     comparisons run in SIMD registers (in numpy, with boolean temporaries, they took two thirds
     of scoring); the bounds are single precision like the values, so none is widened.
     A NaN is wrong (not v <= t is one comparison, as v > t is)."""
@@ -154,25 +155,28 @@ def _count_wrong(
             if abs(values[k]) <= tolerance[k] and (
                 tested is None or tested[r, k % tested.shape[1]]
             ):
-                errors[k] += _wrong_in_double(rows[r], coef, k, positive)
+                errors[k] += _wrong_in_double(rows[r], coef, k, positive, ties[k])
 
 
 @streams.jit
-def _wrong_in_double(row: np.ndarray, coef: np.ndarray, k: int, positive: bool) -> bool:
-    """Whether classifier k (column k of coef) gets the row wrong, decided in double; a value
-    that is not finite (overflow, or NaN weights) is wrong."""
+def _wrong_in_double(row: np.ndarray, coef: np.ndarray, k: int, positive: bool, tie: float) -> bool:
+    """Whether classifier k (column k of coef) gets the row wrong, decided in double, a value
+    within `tie` of 0 (an exact tie, `BatchFit.ties`) as 0: negative; a value that is not
+    finite (overflow, or NaN weights) is wrong."""
     exact = 0.0
     for j in range(row.size):
         exact += row[j] * coef[j, k]
     if not abs(exact) < np.inf:
         return True
+    if abs(exact) <= tie:
+        return positive
     return exact <= 0.0 if positive else exact > 0.0
 
 
 @numba.njit(cache=True, nogil=True, fastmath={"contract"}, error_model="numpy")
 def _wrong_on_rows(
     fast: np.ndarray, fast_classifiers: np.ndarray, tolerance: np.ndarray, scoring: np.ndarray,
-    coef: np.ndarray, rows: np.ndarray, n_negative: int,
+    coef: np.ndarray, rows: np.ndarray, n_negative: int, ties: np.ndarray,
 ) -> np.ndarray:  # fmt: skip
     """(K,) wrong decisions of classifier k on the scoring rows rows[k % S] (rows (S, m)),
     decided as `_count_wrong` decides them: what `count_errors` takes off a count over every
@@ -202,7 +206,8 @@ def _wrong_on_rows(
             if unsure:
                 for i in range(m):
                     if abs(values[i]) <= bound:
-                        wrong[k] += _wrong_in_double(scoring[at[i]], coef, k, at[i] >= n_negative)
+                        positive = at[i] >= n_negative
+                        wrong[k] += _wrong_in_double(scoring[at[i]], coef, k, positive, ties[k])
     return wrong
 
 
@@ -210,7 +215,7 @@ def _wrong_on_rows(
 def _count_in_chunks(
     fast: np.ndarray, fast_coef: np.ndarray, tolerance: np.ndarray, scoring: np.ndarray,
     coef: np.ndarray, n_negative: int, chunk: int, tested: np.ndarray | None,
-    start: np.ndarray, column: np.ndarray, value: np.ndarray,
+    start: np.ndarray, column: np.ndarray, value: np.ndarray, ties: np.ndarray,
 ) -> np.ndarray:  # fmt: skip
     """`_count_wrong` over every chunk of rows, each chunk's decision values one BLAS product
     (numba calls it; a Python loop's calls cost as much as the products), or, given the rows'
@@ -229,7 +234,7 @@ def _count_in_chunks(
                 values = np.dot(fast[begin:stop], fast_coef)
             rows = scoring[begin:stop]
             marks = None if tested is None else tested[begin:stop]
-            _count_wrong(values, tolerance, rows, coef, positive, errors, marks)
+            _count_wrong(values, tolerance, rows, coef, positive, errors, marks, ties)
     return errors
 
 
@@ -253,7 +258,7 @@ def _sparse_decisions(
 def _wrong_on_sparse_rows(
     start: np.ndarray, column: np.ndarray, value: np.ndarray, fast_classifiers: np.ndarray,
     tolerance: np.ndarray, scoring: np.ndarray, coef: np.ndarray, rows: np.ndarray,
-    n_negative: int,
+    n_negative: int, ties: np.ndarray,
 ) -> np.ndarray:  # fmt: skip
     """`_wrong_on_rows` from the rows' nonzeros (`SparseRows`): each decision value a sum over
     its row's nonzeros, decided as `_count_wrong` decides it."""
@@ -272,7 +277,7 @@ def _wrong_on_sparse_rows(
                 v = -values[i] if positive else values[i]
                 wrong[k] += not v <= bound
                 if abs(v) <= bound:
-                    wrong[k] += _wrong_in_double(scoring[at[i]], coef, k, positive)
+                    wrong[k] += _wrong_in_double(scoring[at[i]], coef, k, positive, ties[k])
     return wrong
 
 
@@ -292,7 +297,7 @@ SINGLE_REACH, DOUBLE_REACH = 2.0**100, 2.0**1000
 
 
 def _scoring_precision(
-    data: EncodedData, coef: np.ndarray
+    data: EncodedData, coef: np.ndarray, ties: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The rows, weights and tolerances scoring runs on (single precision where nothing can
     overflow it, else double), and which classifiers are sane: sum_j |x_j w_j| is finite and
@@ -302,7 +307,9 @@ def _scoring_precision(
     Rounding x and w and summing D + 1 products moves x.w by at most (D + 3) u sum_j |x_j w_j|
     (u the unit roundoff: 2^-24 in single, 2^-53 in double), plus, where a weight or a product
     falls below the normal range (2^-126 in single), that a term times |x_j| + 1 (even with
-    subnormals flushed to 0). The tolerance is twice the sum, rounded up to single."""
+    subnormals flushed to 0). The tolerance is twice the sum, plus the classifier's tie bound
+    (`BatchFit.ties`: a value the pass leaves alone is then beyond it in double too), rounded
+    up to single."""
     d = coef.shape[0]
     scale = 1.0 + data.column_max.max(initial=0.0)  # bounds |x_j| + 1
     with np.errstate(over="ignore", invalid="ignore"):
@@ -311,10 +318,11 @@ def _scoring_precision(
         fast_coef = coef.astype(np.float32)
     single = sane.all() and max(reach.max(initial=0.0), scale) < SINGLE_REACH
     if single and np.isfinite(fast_coef).all():
-        bound = _tolerance(d, reach, scale, sane, 2.0**-24, 2.0**-126).astype(np.float32)
+        bound = (_tolerance(d, reach, scale, sane, 2.0**-24, 2.0**-126) + ties).astype(np.float32)
         return data.scoring32, fast_coef, np.nextafter(bound, np.float32(np.inf)), sane
     # weights or values beyond single's range: all in double
-    return data.scoring, coef, _tolerance(d, reach, scale, sane, 2.0**-53, 2.0**-1022), sane
+    bound = _tolerance(d, reach, scale, sane, 2.0**-53, 2.0**-1022) + ties
+    return data.scoring, coef, bound, sane
 
 
 def _tolerance(d, reach, scale, sane, u: float, tiny: float) -> np.ndarray:
@@ -336,10 +344,12 @@ def count_errors(
     classifiers: np.ndarray,
     train: np.ndarray,
     test_mask: np.ndarray | None = None,
+    ties: np.ndarray | None = None,
 ) -> np.ndarray:
     """Test errors of K classifiers (K, D + 1) on S splits, K a multiple of S (classifier k
     belongs to split k % S, whose training rows are train[k % S]); each split tests on every
-    other row, or on the rows test_mask (S, n) marks.
+    other row, or on the rows test_mask (S, n) marks. A decision value within ties[k] (K,)
+    of 0 is an exact tie, decided as 0 (`BatchFit.ties`; default: none, 0 is 0).
 
     The decision values are computed one chunk of rows at a time, for every classifier at once
     (one BLAS product per chunk), and counted while the chunk is still in cache; rows come in
@@ -352,23 +362,27 @@ def count_errors(
     `_scoring_precision`). A decision value that is not finite counts as wrong, and raises
     `NonFiniteDecisions` once all are counted: no such value is ever scored silently."""
     coef = np.ascontiguousarray(classifiers.T)
-    fast, fast_coef, fast_tolerance, sane = _scoring_precision(data, coef)
+    K = classifiers.shape[0]
+    ties = np.zeros(K) if ties is None else np.ascontiguousarray(ties, dtype=float)
+    if ties.shape != (K,) or not (ties >= 0).all() or not np.isfinite(ties).all():
+        raise ValueError(f"count_errors: ties must be {K} finite bounds >= 0")
+    fast, fast_coef, fast_tolerance, sane = _scoring_precision(data, coef, ties)
     tested = None if test_mask is None else np.ascontiguousarray(test_mask.T[np.argsort(data.rank)])
     chunk = max(64, SCORE_BYTES // (fast.itemsize * classifiers.shape[0]))
     nonzeros = _nonzeros(data.sparse, fast.dtype)
     errors = _count_in_chunks(
         fast, fast_coef, fast_tolerance, data.scoring, coef, data.n_negative, chunk, tested,
-        *nonzeros,
+        *nonzeros, ties,
     ).astype(np.int64)  # fmt: skip
     if tested is None:
         at, by_row = data.rank[train], np.ascontiguousarray(fast_coef.T)
         if data.sparse is None:
             wrong = _wrong_on_rows(
-                fast, by_row, fast_tolerance, data.scoring, coef, at, data.n_negative
+                fast, by_row, fast_tolerance, data.scoring, coef, at, data.n_negative, ties
             )
         else:
             wrong = _wrong_on_sparse_rows(
-                *nonzeros, by_row, fast_tolerance, data.scoring, coef, at, data.n_negative
+                *nonzeros, by_row, fast_tolerance, data.scoring, coef, at, data.n_negative, ties
             )
         errors -= wrong
     if not sane.all():

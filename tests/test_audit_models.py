@@ -9,6 +9,7 @@ genvdis's preprocessing."""
 
 from __future__ import annotations
 
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -86,13 +87,10 @@ def _exact_nb_positive(codes, ks, y, train) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _assert_discrete_count(errors: int, positive, tie, y, test, where) -> int:
-    """errors is the exact rule's count on the rows without a tie; a tied row (log-odds
-    exactly 0) may be either (`test_exact_ties_are_decided_by_the_documented_rule`). Returns
-    the ties."""
-    decided = ((positive != y) & ~tie)[test].sum()
-    ties = int(tie[test].sum())
-    assert decided <= errors <= decided + ties, where
-    return ties
+    """errors is the exact rule's count, a tied row (log-odds exactly 0) predicted negative
+    (`test_exact_ties_are_decided_by_the_documented_rule`). Returns the ties."""
+    assert errors == (positive != y)[test].sum(), where
+    return int(tie[test].sum())
 
 
 def _gaussian_nb_log_odds(X, y, train) -> np.ndarray:
@@ -391,11 +389,6 @@ def test_fixed_and_rest_test_sets_are_disjoint_from_training(tmp_path, test):
         assert row.errors == wrong[rows].sum(), (m, s)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="not fixed: a fix changes the committed lenses, promoters and lymphography results "
-    "(docs/analysis.md, 'Checked against references')",
-)
 def test_exact_ties_are_decided_by_the_documented_rule(tmp_path):
     """A log-odds exactly 0 predicts negative (docs/config.md: positive where > 0; K classes:
     the lowest class). Discrete naive Bayes' log-odds is a sum of logs of rationals: where it
@@ -423,7 +416,107 @@ def test_exact_ties_are_decided_by_the_documented_rule(tmp_path):
         train, test = draw_split(y, m, 0, s)
         positive, tie = _exact_nb_positive(codes, ks, y, train)
         ties += _assert_discrete_count(row.errors, positive, tie, y, test, (m, s))
-        assert row.errors == (positive != y)[test].sum(), (m, s)
+    assert ties > 0
+
+
+def _tie_table(seed: int, n: int, levels: tuple[int, ...], classes: int = 2) -> pd.DataFrame:
+    """Discrete attributes with `levels` values each, labels c0.. (balanced): small training
+    sets of such tables tie often."""
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame(
+        {f"a{j}": rng.choice([f"v{v}" for v in range(k)], size=n) for j, k in enumerate(levels)}
+    )
+    frame["label"] = [f"c{i % classes}" for i in range(n)]
+    return frame
+
+
+@pytest.mark.parametrize(
+    ("levels", "test"),
+    [((2, 3, 4), "rest"), ((2, 3, 4), "10"), ((5, 6, 7, 3), "rest"), ((5, 6, 7, 3), "10")],
+)
+def test_discrete_naive_bayes_counts_are_exact_at_m_2_to_6(tmp_path, levels, test):
+    """Every split's count equals exact integer arithmetic, ties predicted negative, at m = 2
+    to 6, testing on every other row (the training rows' errors taken off a count over all
+    rows) or on 10 drawn rows; (5, 6, 7, 3) levels make the one-hot rows sparse enough for
+    scoring's sparse pass, (2, 3, 4) take the dense one."""
+    frame = _tie_table(14, 16, levels)
+    names = [f"a{j}" for j in range(len(levels))]
+    errors = _run(
+        tmp_path, frame,
+        "target: {positive: [c1]}\nmodels: [naive_bayes]\nsizes: [2, 3, 4, 5, 6]\n"
+        f"splits: 40\ntest: {test}\n", kinds="{}",
+    )  # fmt: skip
+    codes, ks = _codes(frame, names)
+    y = (frame.label == "c1").to_numpy().astype(np.int64)
+    ties = dict.fromkeys(range(2, 7), 0)
+    for row, m, s in _splits(errors, "naive_bayes"):
+        train, rows = draw_split(y, m, 0, s, "stratified", test if test == "rest" else 10)
+        positive, tie = _exact_nb_positive(codes, ks, y, train)
+        ties[m] += _assert_discrete_count(row.errors, positive, tie, y, rows, (m, s))
+    assert sum(t > 0 for t in ties.values()) >= 3, ties
+
+
+def test_ties_count_exactly_where_the_continuous_part_is_zero(tmp_path):
+    """Mixed data: where the continuous attribute is constant in the training set, its weight
+    and share of the intercept are exactly 0, the log-odds is the discrete one, and its ties
+    are predicted negative (elsewhere a real-valued part makes an exact tie a null event)."""
+    frame = _tie_table(15, 16, (2, 3, 4))
+    frame["k"] = np.where(np.arange(16) % 8 == 0, 1.0, 0.0)
+    errors = _run(
+        tmp_path, frame,
+        "target: {positive: [c1]}\nmodels: [naive_bayes]\nsizes: [2, 3, 4]\nsplits: 60\n",
+        kinds="{k: continuous}",
+    )  # fmt: skip
+    codes, ks = _codes(frame, ["a0", "a1", "a2"])
+    y = (frame.label == "c1").to_numpy().astype(np.int64)
+    ties = checked = 0
+    for row, m, s in _splits(errors, "naive_bayes"):
+        train, test = draw_split(y, m, 0, s)
+        if np.ptp(frame.k.to_numpy()[train]) > 0:
+            continue
+        positive, tie = _exact_nb_positive(codes, ks, y, train)
+        ties += _assert_discrete_count(row.errors, positive, tie, y, test, (m, s))
+        checked += 1
+    assert checked > 60 and ties > 0
+
+
+def _exact_nb_classes(codes, ks, y, train, K) -> tuple[np.ndarray, np.ndarray]:
+    """K-class discrete naive Bayes, l = 1, in exact rational arithmetic: each row's class
+    (the largest score, ties to the lowest class), and whether the top score is tied."""
+    yt, Xt = y[train], codes[train]
+    scores = []
+    for c in range(K):
+        n_c = int((yt == c).sum())
+        score = [Fraction(n_c + 1)] * len(y)
+        for j, k in enumerate(ks):
+            counts = np.bincount(Xt[yt == c, j], minlength=k) + 1
+            odds = [Fraction(int(counts[x]), n_c + k) for x in codes[:, j]]
+            score = [v * w for v, w in zip(score, odds, strict=True)]
+        scores.append(score)
+    scores = np.array(scores, dtype=object).T  # (n, K)
+    top = scores.max(axis=1)
+    best = np.array([list(r).index(t) for r, t in zip(scores, top, strict=True)])
+    tied = (scores == top[:, None]).sum(axis=1) > 1
+    return best, tied
+
+
+def test_three_class_discrete_naive_bayes_ties_go_to_the_lowest_class(tmp_path):
+    """K = 3, discrete attributes, m = 3 to 6: every count equals exact rational arithmetic,
+    a top score tied with another class's going to the lowest class."""
+    frame = _tie_table(16, 18, (2, 3, 4), classes=3)
+    errors = _run(
+        tmp_path, frame,
+        "target: {classes: all}\nmodels: [naive_bayes]\nsizes: [3, 4, 5, 6]\nsplits: 40\n"
+        "split: random\ntest: 8\n", kinds="{}",
+    )  # fmt: skip
+    codes, ks = _codes(frame, ["a0", "a1", "a2"])
+    y = pd.Categorical(frame.label).codes.astype(np.int64)
+    ties = 0
+    for row in errors.itertuples():
+        train, test = draw_split(y, row.m, 0, row.split, "random", 8)
+        best, tied = _exact_nb_classes(codes, ks, y, train, 3)
+        assert row.errors == (best != y)[test].sum(), (row.m, row.split)
+        ties += tied[test].sum()
     assert ties > 0
 
 

@@ -458,14 +458,14 @@ def test_the_scoring_kernel_counts_a_nan_decision_as_wrong():
     one, marked or not."""
     decision = np.array([[np.nan, 1.0, -1.0]], dtype=np.float32)
     tolerance = np.full(3, 1e-3, dtype=np.float32)
-    rows, coef = np.zeros((1, 2)), np.zeros((2, 3))
+    rows, coef, ties = np.zeros((1, 2)), np.zeros((2, 3)), np.zeros(3)
     for positive, expected in ((True, [1, 0, 1]), (False, [1, 1, 0])):
         errors = np.zeros(3, dtype=np.int32)
-        scoring._count_wrong(decision, tolerance, rows, coef, positive, errors, None)
+        scoring._count_wrong(decision, tolerance, rows, coef, positive, errors, None, ties)
         assert errors.tolist() == expected
         errors[:] = 0
         marks = np.ones((1, 3), dtype=np.bool_)
-        scoring._count_wrong(decision, tolerance, rows, coef, positive, errors, marks)
+        scoring._count_wrong(decision, tolerance, rows, coef, positive, errors, marks, ties)
         assert errors.tolist() == expected
 
 

@@ -7,6 +7,7 @@ import dataclasses
 import numpy as np
 from tables import mixed_data
 
+from genvdis import multiclass
 from genvdis.preprocessing import FeatureLayout
 from genvdis.scoring import EncodedData, count_errors
 
@@ -87,3 +88,87 @@ def test_one_hot_rows_are_scored_from_their_nonzeros_with_the_same_counts():
             assert got[k] == int(wrong[tested[k % S]].sum())
     near = (np.abs(Z1 @ classifiers[::2].T) < 1e-9).sum(axis=0)
     assert (near >= 1).all()  # the knife edges are there to be decided
+
+
+def _knife_edges(rng, data: EncodedData, n_classifiers: int, offsets: np.ndarray) -> np.ndarray:
+    """Classifiers with dyadic weights (multiples of 2^-10, |w| <= 1/4), so that every
+    decision value on the one-hot rows is exact in double in any summation order: classifier
+    k's is offsets[k] on a data row that other rows repeat."""
+    Z1 = np.column_stack([data.onehot, np.ones(len(data.y))])
+    classifiers = rng.integers(-256, 257, size=(n_classifiers, data.width)) / 1024
+    for k in range(n_classifiers):
+        classifiers[k, -1] = 0.0
+        classifiers[k, -1] = -(Z1[rng.integers(len(data.y))] @ classifiers[k]) + offsets[k]
+    return classifiers
+
+
+def test_values_within_a_classifiers_tie_bound_are_decided_as_zero():
+    """A decision value within ties[k] of 0 is an exact tie (`BatchFit.ties`): predicted
+    negative, by the dense and the sparse pass, with a mask or testing on every other row;
+    values beyond it, and every value of a classifier whose bound is 0 (the default: the
+    counts of every model but discrete naive Bayes), are decided by their sign."""
+    rng = np.random.default_rng(11)
+    levels = (5, 7, 4, 9, 6, 8)
+    distinct = np.column_stack([rng.integers(0, k, 40) for k in levels]).astype(float)
+    X = distinct[rng.integers(0, 40, 400)]
+    y = rng.integers(0, 2, 400)
+    data = EncodedData.encode(X, y, FeatureLayout(0, levels))
+    assert data.sparse is not None
+    dense = dataclasses.replace(data, sparse=None)
+    S = 4
+    # offsets +-2^-46 (~1e-14: a tie under a bound of 1e-12) and +-2^-20 (beyond it)
+    offsets = np.array([2.0**-46, -(2.0**-46), 2.0**-20, -(2.0**-20)] * 4)
+    classifiers = _knife_edges(rng, data, 4 * S, offsets)
+    ties = np.where(np.arange(4 * S) < 2 * S, 1e-12, 0.0)
+    Z1 = np.column_stack([data.onehot, np.ones(400)])
+    train = np.array([rng.choice(400, size=30, replace=False) for _ in range(S)])
+    mask = rng.uniform(size=(S, 400)) < 0.6
+    rest = np.ones((S, 400), dtype=bool)
+    rest[np.arange(S)[:, None], train] = False
+    values = Z1 @ classifiers.T  # exact
+    assert set(np.abs(values[np.abs(values) < 1e-3])) == {2.0**-46, 2.0**-20}
+    for test_mask, tested in ((mask, mask), (None, rest)):
+        for encoded in (data, dense):
+            got = count_errors(encoded, classifiers, train, test_mask, ties)
+            for k in range(4 * S):
+                wrong = (values[:, k] > ties[k]) != y.astype(bool)
+                assert got[k] == int(wrong[tested[k % S]].sum()), k
+            untied = count_errors(encoded, classifiers, train, test_mask)
+            np.testing.assert_array_equal(
+                untied, count_errors(encoded, classifiers, train, test_mask, np.zeros(4 * S))
+            )
+            for k in range(4 * S):
+                wrong = (values[:, k] > 0) != y.astype(bool)
+                assert untied[k] == int(wrong[tested[k % S]].sum()), k
+    # a tie moves counts: the +2^-46 classifiers under the bound differ from their sign's
+    moved = count_errors(data, classifiers, train, None, ties) != untied
+    assert moved[: 2 * S].any() and not moved[2 * S :].any()
+
+
+def test_k_class_scores_within_the_tie_bound_go_to_the_lowest_class():
+    """multiclass.count_errors: class 2's score is class 1's plus 2^-46 (exact: dyadic
+    weights); under a tie bound of 1e-12 the two tie and class 1 wins (class 0, score 0, where
+    class 1's is 0 too), without one class 2 wins wherever class 1's score is >= 0."""
+    rng = np.random.default_rng(12)
+    levels = (3, 4, 5)
+    X = np.column_stack([rng.integers(0, k, 20) for k in levels]).astype(float)[
+        rng.integers(0, 20, 200)
+    ]
+    y = rng.integers(0, 3, 200)
+    data = EncodedData.encode(X, y, FeatureLayout(0, levels))
+    Z1 = np.column_stack([data.onehot, np.ones(200)])
+    L = 6
+    first = _knife_edges(rng, data, L, np.zeros(L))  # class 1's score 0 on some rows
+    coef = np.zeros((L, 3, data.width))
+    coef[:, 1], coef[:, 2] = first, first
+    coef[:, 2, -1] += 2.0**-46
+    train = np.array([rng.choice(200, size=10, replace=False) for _ in range(L)])
+    tested = np.ones((L, 200), dtype=bool)
+    tested[np.arange(L)[:, None], train] = False
+    score = Z1 @ first.T  # exact
+    assert (score == 0).sum(axis=0).min() >= 2
+    for ties, predicted in ((np.full(L, 1e-12), np.where(score > 0, 1, 0)),
+                            (None, np.where(score >= 0, 2, 0))):  # fmt: skip
+        got = multiclass.count_errors(Z1, y, coef, train, None, ties)
+        for k in range(L):
+            assert got[k] == int((predicted[:, k] != y)[tested[k]].sum()), k

@@ -85,7 +85,7 @@ def test_the_kernels_blas_comes_without_scipy_linalg_and_the_package_still_impor
         "    assert 'scipy.linalg' not in sys.modules\n"
         "    a = np.arange(12.0).reshape(3, 4)\n"
         "    e = scoring._count_in_chunks(a, a.T.copy(), np.zeros(3), a, a.T.copy(), 1, 2, None,"
-        " np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0))\n"
+        " np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0), np.zeros(3))\n"
         "    assert 'scipy.linalg' not in sys.modules\n"
         "import scipy.linalg, scipy.linalg.cython_blas as again\nassert again is blas\n"
         "assert np.allclose(scipy.linalg.solve(np.eye(2) * 2, np.ones(2)), 0.5)"
