@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from clichecks import assert_user_error
 from typer.testing import CliRunner
 
 from genvdis.cli import app
@@ -22,18 +23,6 @@ def invoke(*args: str):
 
 def run(config: Path, out: Path, *extra: str):
     return invoke("run", str(config), "--out", str(out), "--quiet", *extra)
-
-
-def assert_user_error(result, *names: str) -> str:
-    """Exit 2, one line starting 'error:' naming every one of `names`, no traceback."""
-    message = result.stderr.strip()
-    assert result.exit_code == 2, (result.exit_code, result.output)
-    assert len(message.splitlines()) == 1, message
-    assert message.startswith("error: "), message
-    assert "Traceback" not in result.output
-    for name in names:
-        assert name in message, (name, message)
-    return message
 
 
 # --- numbers YAML 1.1 reads otherwise than they look ------------------------------------------

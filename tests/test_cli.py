@@ -16,6 +16,7 @@ from typing import NamedTuple
 import pandas as pd
 import pytest
 import yaml
+from clichecks import assert_user_error
 from typer.testing import CliRunner
 
 import genvdis
@@ -42,21 +43,6 @@ def toy(*lines: str, replace: dict[str, str] | None = None) -> Toy:
 
 def invoke(*args: str):
     return CliRunner().invoke(app, list(args))
-
-
-def assert_user_error(result, *names: str, out: Path | None = None) -> str:
-    """Exit 2, one line starting 'error:' that names every one of `names`, no traceback, and
-    nothing written under `out`."""
-    message = result.stderr.strip()
-    assert result.exit_code == 2, (result.exit_code, result.output)
-    assert len(message.splitlines()) == 1, message
-    assert message.startswith("error: "), message
-    assert "Traceback" not in result.output
-    for name in names:
-        assert name in message, (name, message)
-    if out is not None:
-        assert not out.exists() or not any(out.rglob("*")), sorted(out.rglob("*"))
-    return message
 
 
 @pytest.fixture
