@@ -8,7 +8,7 @@ cheap.
 
 from __future__ import annotations
 
-from functools import cached_property
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -59,9 +59,27 @@ class Results:
     """
 
     def __init__(self, path: str | Path) -> None:
+        if not isinstance(path, (str, os.PathLike)):
+            raise UserError(f"path: give the run folder as a path, not {type(path).__name__}")
         self.path = Path(path)
         if not (self.path / "summary.csv").is_file():
             raise UserError(f"no finished run (summary.csv) in {self.path}")
+        self._read: dict[str, tuple[tuple[int, ...] | None, Any]] = {}
+
+    def _cached(self, file: str, reader: Any) -> Any:
+        """`reader(self.path)`, read again whenever `file` changed since (a later run on the
+        folder rewrites its files: what was read before must not mix with what is read
+        after)."""
+        try:
+            stat = (self.path / file).stat()
+            stamp: tuple[int, ...] | None = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+        except OSError:
+            stamp = None
+        if file in self._read and stamp is not None and self._read[file][0] == stamp:
+            return self._read[file][1]
+        value = reader(self.path)
+        self._read[file] = (stamp, value)
+        return value
 
     def __repr__(self) -> str:
         sizes = len(self.config.get("sizes") or [])
@@ -70,12 +88,12 @@ class Results:
             f"{sizes} sizes, {self.splits} splits per m)"
         )
 
-    @cached_property
+    @property
     def config(self) -> dict[str, Any]:
         """The config as run (config.yaml): with the version, data checksums, n, classes."""
         from genvdis.runfiles import read_run_config
 
-        return read_run_config(self.path)
+        return self._cached("config.yaml", read_run_config)
 
     @property
     def name(self) -> str:
@@ -94,7 +112,7 @@ class Results:
 
         return read_panel_config(self.path)["models"]
 
-    @cached_property
+    @property
     def summary(self) -> pd.DataFrame:
         """summary.csv: per model and m, the mean error over splits and its 95% interval.
 
@@ -108,9 +126,9 @@ class Results:
         """
         from genvdis.runfiles import read_summary
 
-        return read_summary(self.path)
+        return self._cached("summary.csv", read_summary)
 
-    @cached_property
+    @property
     def errors(self) -> pd.DataFrame:
         """errors.csv: one row per model, m and split (test errors, error rate, separable).
 
@@ -126,7 +144,7 @@ class Results:
         path = self.path / "errors.csv"
         if not path.is_file():  # the committed results keep only summaries
             raise UserError(f"{path} not found: rerun `genvdis run` on this config to make it")
-        return read_errors(self.path)
+        return self._cached("errors.csv", read_errors)
 
     @property
     def pairs(self) -> list[tuple[str, str]]:
