@@ -30,6 +30,24 @@ if TYPE_CHECKING:
 BACKENDS = ("loky", "threading", "dask")
 
 
+def _path_arg(name: str, value: Any, what: str) -> None:
+    """A str or Path argument; anything else is a one-line UserError naming it (not a
+    TypeError from deep inside)."""
+    if not isinstance(value, (str, os.PathLike)):
+        raise UserError(f"{name}: give {what} as a path, not {type(value).__name__}")
+
+
+def _mirror_arg(mirror: Any) -> str | None:
+    """--mirror as a str: a URL or a folder, given as str or Path."""
+    if mirror is None or isinstance(mirror, str):
+        return mirror
+    if isinstance(mirror, os.PathLike):
+        return os.fspath(mirror)
+    raise UserError(
+        f"--mirror: give a URL or a folder as a str or Path, not {type(mirror).__name__}"
+    )
+
+
 def load_config(source: str | Path) -> ExperimentConfig:
     """Read and validate a run config: a YAML file, or the name of a built-in one.
 
@@ -59,6 +77,7 @@ def load_config(source: str | Path) -> ExperimentConfig:
     """
     from genvdis import builtin, config
 
+    _path_arg("config", source, "a config file or a built-in name")
     return config.load_config(builtin.resolve(source, "panel"))
 
 
@@ -147,11 +166,15 @@ def check_run_options(
     """
     from genvdis import estimators, pool
 
+    if not isinstance(jobs, int) or isinstance(jobs, bool):
+        raise UserError(f"--jobs: give a whole number of workers, not {type(jobs).__name__}")
     pool.check_jobs(jobs)
     if backend not in BACKENDS:
         raise UserError(f"--backend must be loky, threading or dask, not '{backend}'")
     if scheduler and backend != "dask":
         raise UserError("--scheduler needs --backend dask")
+    if isinstance(allow_imports, str):  # its letters would be taken as prefixes
+        raise UserError(f"--allow-import: give a list of import prefixes, not '{allow_imports}'")
     if allow_imports or os.environ.get(estimators.ALLOW_ENV):
         estimators.allowed_prefixes(allow_imports)
 
@@ -270,6 +293,8 @@ def run(  # its length is the numpydoc docstring; the code is under 30 lines
     from genvdis.config import ExperimentConfig
 
     check_run_options(jobs=jobs, backend=backend, scheduler=scheduler, allow_imports=allow_imports)
+    _path_arg("out", out, "the results folder")
+    mirror = _mirror_arg(mirror)
     if not isinstance(config, ExperimentConfig):
         config = load_config(config)
     config = config.with_overrides(splits=splits, seed=seed)
@@ -325,10 +350,14 @@ def sweep(
 
     checked = ("jobs", "backend", "scheduler", "allow_imports")
     check_run_options(**{k: options[k] for k in checked if k in options})
+    _path_arg("out", out, "the results folder")
+    mirror = _mirror_arg(mirror)
     sources = configs if isinstance(configs, list) else [configs]
     given = sweeps.given_variants(list(vary or []), variants)
     named = []  # (where, config, path) of each source
     for source in sources:
+        if not isinstance(source, ExperimentConfig):
+            _path_arg("configs", source, "a config file or a built-in name")
         path = None if isinstance(source, ExperimentConfig) else builtin.resolve(source, "panel")
         config = source if path is None else load_config(source)
         config = config.with_overrides(splits=splits, seed=seed)
