@@ -207,28 +207,59 @@ def validate(configs: Iterable[str | Path], allow_imports: Iterable[str] = ()) -
     >>> list(validate(["pima"]))
     ['pima: ok (pima, 13 sizes)']
     """
-    from genvdis import builtin, datasets, estimators
+    from genvdis import builtin, estimators
     from genvdis.config import VARIANTS_KEY, is_theory_config, parse_config, read_yaml
     from genvdis.theoryconfig import parse_theory_config
     from genvdis.variants import check_block
 
+    checked: list[tuple[str, Any]] = []  # run configs, refused together as `run` does
     for path in configs:
-        data = read_yaml(builtin.resolve(path))
+        file = builtin.resolve(path)
+        data = read_yaml(file)
         if is_theory_config(data):
             theory = parse_theory_config(data, str(path))
             yield f"{path}: ok (theory {theory.name}, {len(theory.n)} values of n)"
             continue
         block = data.pop(VARIANTS_KEY, None) if isinstance(data, dict) else None
         config = parse_config(data, str(path))
-        if isinstance(config.dataset, str):
-            datasets.get_info(config.dataset)
+        checked.append((str(path), config))
+        check_distinct_names(checked)
+        check_distinct_panels(checked)
         try:
+            _check_columns(config, file)
             estimators.check_config(config, tuple(allow_imports))
         except UserError as error:
             raise UserError(f"{path}: {error}") from None
         n = check_block(config, block, path)
         more = f", {n} variants" if n else ""
         yield f"{path}: ok ({config.name}, {len(config.size_grid)} sizes{more})"
+
+
+def _check_columns(config: ExperimentConfig, file: Path) -> None:
+    """What `validate` can check of a config's data without reading or fetching it: a
+    registered dataset's name and attribute names, a local table's presence."""
+    from genvdis import datasets
+    from genvdis.sections import FileDataset
+
+    dataset = config.dataset
+    if isinstance(dataset, str):
+        info = datasets.get_info(dataset)
+        if isinstance(config.attributes, list):  # as the run checks them (preprocessing)
+            unknown = [a for a in config.attributes if a not in info.attributes]
+            if info.target in unknown:
+                raise UserError(
+                    f"attributes: '{info.target}' is the dataset's label column, not an attribute"
+                )
+            if unknown:
+                raise UserError(f"attributes: no attribute named '{unknown[0]}' in {dataset}")
+    elif isinstance(dataset, FileDataset) and dataset.path is not None:
+        table = Path(dataset.path)
+        table = table if table.is_absolute() else file.parent / table
+        if not table.exists():
+            raise UserError(
+                f"dataset.path: {dataset.path} not found (looked for {table}; a relative path "
+                "is read from the config's folder)"
+            )
 
 
 def run(  # its length is the numpydoc docstring; the code is under 30 lines
