@@ -167,6 +167,8 @@ def fetch(
     from genvdis import fetch as fetching
     from genvdis.errors import UserError
 
+    for name in names or []:  # checked with --all too: a misspelt name is not skipped
+        datasets.get_info(name)
     chosen = list(datasets.REGISTRY) if all_ else list(names or [])
     if not chosen:
         raise UserError("name at least one dataset, or use --all")
