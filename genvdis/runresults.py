@@ -42,6 +42,28 @@ def open_results(path: str | Path) -> Results:
     return Results(path)
 
 
+def _check_statistics(level: Any = 0.95, n_boot: Any = 1000, seed: Any = 0) -> None:
+    """The statistics' options, as the report takes them: a bad one is a one-line UserError
+    naming it, not a traceback nor intervals of NaN or None."""
+    from genvdis.config import MAX_BOOT, MIN_BOOT
+    from genvdis.sections import MAX_SEED
+
+    def whole(value: Any) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool)
+
+    number = isinstance(level, (int, float)) and not isinstance(level, bool)
+    if not (number and 0 < level < 1):
+        raise UserError(
+            f"level: give a confidence level between 0 and 1 (like 0.95), not {level!r}"
+        )
+    if not (whole(n_boot) and MIN_BOOT <= n_boot <= MAX_BOOT):
+        raise UserError(
+            f"n_boot: give a whole number from {MIN_BOOT} to {MAX_BOOT}, not {n_boot!r}"
+        )
+    if not (whole(seed) and 0 <= seed <= MAX_SEED):
+        raise UserError(f"seed: give a whole number >= 0, not {seed!r}")
+
+
 class Results:
     """A finished run's folder, read on demand: summary, per-split errors, statistics, figure.
 
@@ -193,6 +215,7 @@ class Results:
 
         from genvdis import analysis
 
+        _check_statistics(n_boot=n_boot, seed=seed)
         rows, _ = analysis.comparisons(self.errors, self.pairs, n_boot, seed)
         table = pd.DataFrame(rows, columns=analysis.comparisons_columns())
         numbers = [c for c in table.columns if c not in ("first", "second", "verdict")]
@@ -200,13 +223,27 @@ class Results:
         return table.astype({"m_cross": "Int64"})
 
     def _pair(self, a: str | None, b: str | None) -> tuple[str, str]:
-        """(a, b) as given, else the first pair's (second, first): a - b is its difference."""
-        if a is not None and b is not None:
-            return a, b
-        if not self.pairs:
-            raise UserError(f"{self.name}: no pair of models to compare")
-        first, second = self.pairs[0]
-        return a or second, b or first
+        """(a, b) as given, else the first pair's (second, first): a - b is its difference.
+        One model given: the other is the first pair's model that is not it."""
+        if a is None or b is None:
+            if not self.pairs:
+                raise UserError(f"{self.name}: no pair of models to compare")
+            first, second = self.pairs[0]
+            if a is None and b is None:
+                a, b = second, first
+            elif a is None:
+                a = second if b != second else first
+            else:
+                b = first if a != first else second
+        models = list(dict.fromkeys(self.errors["model"].astype(str)))  # what the numbers hold
+        for arg, model in (("a", a), ("b", b)):
+            if model not in models:
+                raise UserError(
+                    f"{arg}: no model '{model}' in {self.name} (its models: {', '.join(models)})"
+                )
+        if a == b:
+            raise UserError(f"a and b: both are '{a}'; compare two different models")
+        return a, b
 
     def differences(
         self, a: str | None = None, b: str | None = None, level: float = 0.95
@@ -237,6 +274,7 @@ class Results:
         """
         from genvdis import analysis
 
+        _check_statistics(level=level)
         a, b = self._pair(a, b)
         return analysis.paired_differences(self.errors, a, b, level)
 
@@ -274,6 +312,7 @@ class Results:
         """
         from genvdis import analysis
 
+        _check_statistics(level=level, n_boot=n_boot, seed=seed)
         a, b = self._pair(a, b)
         return analysis.crossover(self.errors, a, b, n_boot=n_boot, seed=seed, level=level)
 

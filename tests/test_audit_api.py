@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import _toy_config, _write_toy
 from typer.testing import CliRunner
 
 import genvdis
@@ -109,3 +110,47 @@ def test_fetch_all_with_a_name_checks_the_name(tmp_path, monkeypatch):
     assert done.exit_code == 2
     assert "dataset 'nosuch' is not registered" in done.output
     assert not (tmp_path / "data").exists()  # refused before any download
+
+
+@pytest.fixture(scope="module")
+def toy_run(tmp_path_factory):
+
+    folder = tmp_path_factory.mktemp("toy_run")
+    config = _write_toy(folder / "cfg", _toy_config(SIZES.strip()))
+    return genvdis.run(config, splits=4, out=folder / "out")
+
+
+def test_one_model_given_is_compared_with_the_other(toy_run):
+    """differences(a='naive_bayes') paired naive Bayes with itself: zeros, no error."""
+    both = toy_run.differences("naive_bayes", "logistic_regression")
+    one = toy_run.differences(a="naive_bayes")
+    assert one.equals(both) and (one["mean_diff"] != 0).any()
+    assert toy_run.differences(b="logistic_regression").equals(both)
+    flipped = toy_run.differences(a="logistic_regression")
+    assert list(flipped["mean_diff"]) == list(-both["mean_diff"])
+    assert toy_run.crossover(a="naive_bayes", n_boot=10) == toy_run.crossover(
+        "naive_bayes", "logistic_regression", n_boot=10
+    )
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda r: r.differences(a="nosuch"), "^a: no model 'nosuch' in toy .*naive_bayes"),
+        (lambda r: r.crossover(b="Naive_Bayes"), "^b: no model 'Naive_Bayes'"),
+        (lambda r: r.differences("naive_bayes", "naive_bayes"), "^a and b: both are"),
+        (lambda r: r.differences(level=95), "^level: .*between 0 and 1.*not 95"),
+        (lambda r: r.differences(level="0.9"), "^level: "),
+        (lambda r: r.crossover(level=2), "^level: "),
+        (lambda r: r.crossover(n_boot=0), "^n_boot: .*from 10 to 10000, not 0"),
+        (lambda r: r.crossover(n_boot=-5), "^n_boot: "),
+        (lambda r: r.crossover(seed=-1), "^seed: .*not -1"),
+        (lambda r: r.comparisons(n_boot=1), "^n_boot: "),
+        (lambda r: r.comparisons(n_boot="10"), "^n_boot: "),
+    ],
+)
+def test_bad_statistics_options_are_user_errors(toy_run, call, message):
+    """Before: an empty table (a misspelt model), zeros (a model against itself), intervals
+    of NaN (level=95) or None (n_boot=0), or a traceback."""
+    with pytest.raises(genvdis.UserError, match=message):
+        call(toy_run)
