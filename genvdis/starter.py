@@ -66,9 +66,22 @@ def infer_kind(values: pd.Series) -> tuple[str, str]:
     return "continuous", f"numbers, {distinct} distinct values"
 
 
+def is_row_number(present: pd.Series) -> bool:
+    """Whole numbers, a different one on each row and consecutive: a row number or an id."""
+    numbers = pd.to_numeric(present, errors="coerce")
+    if len(numbers) <= FEW_VALUES or numbers.isna().any() or (numbers != numbers.round()).any():
+        return False
+    return numbers.nunique() == len(numbers) == numbers.max() - numbers.min() + 1
+
+
+def _span(present: pd.Series) -> str:
+    numbers = pd.to_numeric(present)
+    return f"{numbers.min():g} to {numbers.max():g}"
+
+
 def describe_columns(frame: pd.DataFrame, target: str) -> list[Column]:
-    """Every column but the target, with its kind; empty and constant columns, and text with
-    a different value on every row (an identifier), are marked unusable."""
+    """Every column but the target, with its kind; empty and constant columns, text with a
+    different value on every row (an identifier), and row numbers are marked unusable."""
     columns = []
     for name in frame.columns:
         if name == target:
@@ -80,6 +93,12 @@ def describe_columns(frame: pd.DataFrame, target: str) -> list[Column]:
             why, usable = ("empty" if distinct == 0 else "a single value") + ": left out", False
         elif why.startswith("text") and distinct == len(present) > FEW_VALUES:
             why, usable = f"text, a different value on each of {distinct} rows: left out", False
+        elif kind == "continuous" and is_row_number(present):
+            why = (
+                f"whole numbers from {_span(present)}, one per row: a row "
+                "number, left out (in a table sorted by class it would give the label away)"
+            )
+            usable = False
         else:
             usable = True
         columns.append(Column(str(name), kind, why, usable))
@@ -271,8 +290,8 @@ def _relative(table: Path, folder: Path) -> str:
 def starter_text(table: Path, target: str, positive: str | None, output: Path) -> str:
     """The commented config for `table`, to be written at `output`; validated before return."""
     frame, _ = read_file_table(FileDataset(path=str(table), target=target))
+    chosen = choose_target(frame[target], target, positive)  # first: the more basic problem
     columns = describe_columns(frame, target)
-    chosen = choose_target(frame[target], target, positive)
     missing, missing_why, keep = choose_missing(frame, columns, chosen.y.notna())
     y = chosen.y[keep]
     n, smaller = len(y), int(min(y.sum(), len(y) - y.sum()))

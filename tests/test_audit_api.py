@@ -154,3 +154,30 @@ def test_bad_statistics_options_are_user_errors(toy_run, call, message):
     of NaN (level=95) or None (n_boot=0), or a traceback."""
     with pytest.raises(genvdis.UserError, match=message):
         call(toy_run)
+
+
+def test_init_leaves_out_a_row_number(tmp_path):
+    """A numeric id column (1..n) was made a continuous attribute: in a table sorted by class
+    it gives the label away, and logistic regression's error fell to ~1% on pure noise."""
+    rows = [f"{i + 1},{(i * 37) % 101 / 10},{(i * 53) % 97 / 10},{'pos' if i >= 120 else 'neg'}"
+            for i in range(200)]  # fmt: skip
+    table = tmp_path / "sorted.csv"
+    table.write_text("id,a,b,label\n" + "\n".join(rows) + "\n")
+    out = tmp_path / "sorted.yaml"
+    done = CliRunner().invoke(app, ["init", str(table), "--target", "label", "-o", str(out)])
+    assert done.exit_code == 0, done.output
+    text = out.read_text()
+    assert 'attributes: ["a", "b"]' in text
+    assert "from 1 to 200, one per row: a row number, left out" in text
+    config = genvdis.load_config(out)
+    assert config.attributes == ["a", "b"]
+
+
+def test_init_keeps_whole_numbers_that_are_not_a_row_number(tmp_path):
+    rows = [f"{(i * 7919) % 1000 + 5 * i},{i % 3},{'y' if i % 4 else 'n'}" for i in range(100)]
+    table = tmp_path / "t.csv"
+    table.write_text("income,kids,label\n" + "\n".join(rows) + "\n")
+    out = tmp_path / "t.yaml"
+    done = CliRunner().invoke(app, ["init", str(table), "--target", "label", "-o", str(out)])
+    assert done.exit_code == 0, done.output
+    assert "attributes: all" in out.read_text()
