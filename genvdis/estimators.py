@@ -305,6 +305,7 @@ def score_block(
     warned = np.zeros(len(block), dtype=np.int64)
     states = random_states(seed, m, block) if model.seeded else [0] * len(block)
     test = np.ones(len(y), dtype=bool)
+    labels = np.unique(y)
     finite = bool(np.isfinite(X).all())
     with counting_warnings() as counter, ExitStack() as checked:
         for s, split in enumerate(block):
@@ -316,7 +317,7 @@ def score_block(
             else:
                 test = test_mask[s]
             before = counter.count
-            errors[s] = _fit_and_count(model, states[s], X, y, train[s], test, m, split)
+            errors[s] = _fit_and_count(model, states[s], X, y, labels, train[s], test, m, split)
             warned[s] = counter.count - before
     return errors, warned
 
@@ -336,8 +337,10 @@ def checked_once(finite: bool) -> AbstractContextManager:
     )
 
 
-def _fit_and_count(model, random_state, X, y, rows, test, m, split) -> int:
-    """One split's wrong predictions; an estimator that fails stops the run, naming it."""
+def _fit_and_count(model, random_state, X, y, labels, rows, test, m, split) -> int:
+    """One split's wrong predictions; an estimator that fails stops the run, naming it, and so
+    does one whose predictions are not class codes (`labels`, the codes fit is given): a string,
+    a -1, a score or a probability would be counted wrong on every row, never equal."""
     where = f"models: '{model.name}' failed at m={m}, split {split}"
     try:
         estimator = model.make(random_state)
@@ -349,6 +352,16 @@ def _fit_and_count(model, random_state, X, y, rows, test, m, split) -> int:
     if predicted.shape != truth.shape:
         raise UserError(
             f"{where}: predict gave an array of shape {predicted.shape} for {truth.size} rows"
+        )
+    known = np.isin(predicted, labels)
+    if not known.all():
+        value = predicted[~known][0]
+        value = value.item() if isinstance(value, np.generic) else value
+        codes = ", ".join(str(label) for label in labels)
+        raise UserError(
+            f"{where}: predict gave {value!r}, not one of the class codes fit was given "
+            f"({codes}): it must return labels as fit got them, not strings, scores or "
+            "probabilities"
         )
     return int(np.count_nonzero(predicted != truth))
 
