@@ -26,6 +26,7 @@ import warnings
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -234,7 +235,10 @@ def check_config(config: ExperimentConfig, allow_imports: Iterable[str] = ()) ->
 
 def versions(config: ExperimentConfig) -> dict[str, str]:
     """The versions of the packages the estimator entries come from: they change the
-    numbers, so they are part of the run's fingerprint."""
+    numbers, so they are part of the run's fingerprint. A package outside the installed
+    ones (the user's own, or installed in editable mode) is edited without a new version, so
+    its version is followed by a hash of its source (`_source_hash`): a rerun after an edit
+    recomputes instead of keeping blocks the old code computed."""
     from importlib import metadata
 
     found = {}
@@ -242,8 +246,33 @@ def versions(config: ExperimentConfig) -> dict[str, str]:
         if isinstance(spec, EstimatorSpec):
             top = spec.estimator.split(".")[0]
             module = importlib.import_module(top)
-            found[top] = str(getattr(module, "__version__", None) or _dist_version(metadata, top))
+            version = str(getattr(module, "__version__", None) or _dist_version(metadata, top))
+            source = _source_hash(module)
+            found[top] = f"{version}+source.{source}" if source else version
     return found
+
+
+def _source_hash(module: Any) -> str | None:
+    """sha256 (16 hex digits) of a module's Python source, every .py file of a package in
+    path order, unless it is installed (under a site-packages folder or the standard
+    library): None."""
+    import hashlib
+    import site
+    import sysconfig
+
+    where = getattr(module, "__file__", None)
+    if not where:
+        return None
+    path = Path(where).resolve()
+    installed = {sysconfig.get_paths()[key] for key in ("purelib", "platlib", "stdlib")}
+    installed |= {*site.getsitepackages(), site.getusersitepackages()}
+    if any(path.is_relative_to(Path(folder).resolve()) for folder in installed):
+        return None
+    files = sorted(path.parent.rglob("*.py")) if path.name == "__init__.py" else [path]
+    digest = hashlib.sha256()
+    for file in files:
+        digest.update(str(file.relative_to(path.parent)).encode() + b"\0" + file.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def _dist_version(metadata: Any, top: str) -> str:

@@ -9,6 +9,7 @@ import textwrap
 
 import pandas as pd
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from genvdis.cli import app
@@ -99,3 +100,28 @@ def test_class_codes_as_floats_or_booleans_count_as_the_codes(
     _, plain = run_entry(tmp_path, toy_config, write_toy, "Majority")
     ours, theirs = (pd.read_csv(d / "errors.csv") for d in (run_dir, plain))
     assert ours["errors"].tolist() == theirs["errors"].tolist()
+
+
+def test_an_edited_package_of_ones_own_is_run_again(tmp_path, toy_config, write_toy, label_package):
+    """A package outside site-packages is edited without a new version: its source is in the
+    fingerprint. Before, a rerun after an edit called the old run up to date (or kept the
+    blocks the old code computed beside the new code's), exit 0."""
+    result, run_dir = run_entry(tmp_path, toy_config, write_toy, "Majority")
+    assert result.exit_code == 0, result.output
+    before = pd.read_csv(run_dir / "errors.csv")
+    recorded = yaml.safe_load((run_dir / "config.yaml").read_text())["estimator_versions"]
+    assert recorded["labelpkg"].startswith("unknown+source.")
+    # the edit: the minority class instead of the majority
+    source = label_package / "__init__.py"
+    source.write_text(
+        source.read_text().replace("2 * np.sum(y) > len(y)", "2 * np.sum(y) <= len(y)")
+    )
+    for name in [n for n in sys.modules if n == "labelpkg" or n.startswith("labelpkg.")]:
+        del sys.modules[name]
+    result, run_dir = run_entry(tmp_path, toy_config, write_toy, "Majority")
+    assert result.exit_code == 0, result.output
+    after = pd.read_csv(run_dir / "errors.csv")
+    est = after["model"] == "est"
+    # the new code's numbers: each split's errors are the test rows of the other class
+    assert (after.loc[est, "errors"] + before.loc[est, "errors"] == after.loc[est, "n_test"]).all()
+    assert (after.loc[~est, "errors"] == before.loc[~est, "errors"]).all()  # naive Bayes
