@@ -1,6 +1,6 @@
 """Multi-class targets (`target: {classes: ...}`) end to end, audited: the K-class models' error
 counts against independent re-implementations on the same splits, what a run records about its
-classes."""
+classes, and what the report says about a K-class run."""
 
 from __future__ import annotations
 
@@ -14,9 +14,12 @@ from scipy.special import logsumexp
 from typer.testing import CliRunner
 
 import genvdis
+from genvdis import analysis as an
 from genvdis.cli import app
+from genvdis.report import write_report
 from genvdis.splits import draw_split
 from tests.clichecks import assert_user_error
+from tests.learningcurves import CROSSING, make_errors
 
 LABELS = ["10", "2", "3"]  # coded 2 < 3 < 10: '2' is class 0, '3' class 1, '10' class 2
 
@@ -139,3 +142,28 @@ def test_class_groups_with_the_same_name_are_refused(tmp_path):
     out = tmp_path / "out"
     result = CliRunner().invoke(app, ["run", str(config), "--out", str(out), "--quiet"])
     assert_user_error(result, "plus.yaml", "target.classes", "'a+b'", out=out)
+
+
+def _report_of(tmp_path: Path, target: dict) -> str:
+    """The report of a run on liver with this target (its errors made up)."""
+    run = tmp_path / "liverk"
+    run.mkdir()
+    make_errors(CROSSING, n_splits=30).to_csv(run / "errors.csv", index=False)
+    config = dict(name="liverk", title="liver, three classes", n_rows=345, dataset="liver",
+                  target=target, models=[{"name": an.NB}, {"name": an.LR}])  # fmt: skip
+    (run / "config.yaml").write_text(yaml.safe_dump(config))
+    return write_report(tmp_path, n_boot=20)[0].read_text()
+
+
+def test_the_liver_note_is_not_printed_for_another_label(tmp_path):
+    """The report's liver note says the panel's class is the `selector` field and the majority
+    class's error is 0.420: printed under a run whose target is drinks in three classes, it
+    named the wrong label and a wrong baseline."""
+    groups = [["0.0", "0.5", "1.0", "2.0"], ["3.0", "4.0", "5.0"], ["6.0", "8.0", "10.0"]]
+    text = _report_of(tmp_path, {"column": "drinks", "classes": groups})
+    assert "selector" not in text and "McDermott" not in text
+
+
+def test_the_liver_note_stays_for_the_selector_label(tmp_path):
+    text = _report_of(tmp_path, {"column": None, "classes": "all"})
+    assert "train/test selector, not a diagnosis" in text
