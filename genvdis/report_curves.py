@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from genvdis import fits, shape
+from genvdis import fits, runfiles, shape
 from genvdis.reportformat import Block, fmt, fmt_asym, fmt_int, get_col, is_missing, panel_label
 
 NOT_IDENTIFIABLE = "not identifiable"
@@ -28,7 +28,9 @@ LIVER_NOTE = (
     "need not follow the generative model naive Bayes assumes. The majority class alone has "
     "error 145/345 = 0.420."
 )
-DATASET_NOTES = {"liver": LIVER_NOTE}
+# dataset -> (the label column a note is about, the note): a run with another target (liver's
+# drinks, say) gets no note, which would name the wrong label and baseline
+DATASET_NOTES = {"liver": ("selector", LIVER_NOTE)}
 
 
 def _read(results_dir: Path, folder: str, name: str) -> pd.DataFrame | None:
@@ -76,11 +78,12 @@ def fit_table(results_dir: Path, r: pd.Series) -> list[Block]:
     return [Block("table", header=header, rows=rows)]
 
 
-def dataset_note(r: pd.Series) -> list[Block]:
-    """A caveat about the dataset itself (liver: which field is the label), with the
-    panel's own numbers."""
-    note = DATASET_NOTES.get(str(get_col(r, "dataset") or ""))
-    return [Block("p", text=note)] if note else []
+def dataset_note(r: pd.Series, target: object = None) -> list[Block]:
+    """A caveat about the dataset itself (liver: which field is the label), when the run's
+    target (config.yaml's `target`) uses the label column it is about."""
+    column, note = DATASET_NOTES.get(str(get_col(r, "dataset") or ""), (None, None))
+    chosen = target.get("column") if isinstance(target, dict) else None
+    return [Block("p", text=note)] if note and chosen in (None, column) else []
 
 
 # --------------------------------------------------------------------------- report sections
@@ -194,7 +197,8 @@ def _significance(diffs: pd.DataFrame) -> str:
 
 def note_blocks(results_dir: Path, r: pd.Series) -> list[Block]:
     """The dataset note with this panel's significance count appended."""
-    blocks = dataset_note(r)
+    config = runfiles.read_run_config(results_dir / str(r["folder"]))
+    blocks = dataset_note(r, config.get("target"))
     diffs = _read(results_dir, str(r["folder"]), "differences.csv")
     if blocks and diffs is not None and not diffs.empty:
         blocks[0] = Block("p", text=blocks[0].text + " " + _significance(diffs))

@@ -178,6 +178,14 @@ class TargetSpec(StrictModel):
         twice = sorted({label for label in labels if labels.count(label) > 1})
         if twice:
             raise ValueError(f"label '{twice[0]}' is in more than one class")
+        # a class is named by its labels joined by '+' (config.yaml's class_counts)
+        names = ["+".join(group) for group in groups]
+        same = [name for name in names if names.count(name) > 1]
+        if same:
+            raise ValueError(
+                f"two classes would both be named '{same[0]}' (a group's labels joined by "
+                "'+'); relabel one of them in the data"
+            )
         return groups
 
     @model_validator(mode="after")
