@@ -20,7 +20,7 @@ __all__ = [
 ]  # fmt: skip
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, Sequence
+    from collections.abc import Callable, Iterable, Iterator, Sequence
 
     import pandas as pd
 
@@ -97,14 +97,13 @@ def check_distinct_names(configs: Sequence[tuple[str, Any]]) -> None:
     UserError
         Naming the two files and their shared name.
     """
-    first: dict[str, tuple[str, Any]] = {}
-    for label, config in configs:
-        seen = first.setdefault(config.name, (label, config))
-        if seen[1] != config:
-            raise UserError(
-                f"{seen[0]} and {label}: both are named '{config.name}' and would write one "
-                "results folder, the second run replacing the first; give them different names"
-            )
+    clash = _clash(configs, key=lambda config: config.name, same=lambda a, b: a == b)
+    if clash:
+        (first, _), (label, config) = clash
+        raise UserError(
+            f"{first} and {label}: both are named '{config.name}' and would write one "
+            "results folder, the second run replacing the first; give them different names"
+        )
 
 
 def check_distinct_panels(configs: Sequence[tuple[str, Any]]) -> None:
@@ -122,17 +121,34 @@ def check_distinct_panels(configs: Sequence[tuple[str, Any]]) -> None:
     UserError
         Naming the two files and their shared panel.
     """
-    first: dict[int, tuple[str, Any]] = {}
+    clash = _clash(
+        configs,
+        key=lambda config: getattr(config, "panel", None),
+        same=lambda a, b: a.name == b.name,
+    )
+    if clash:
+        (first, _), (label, config) = clash
+        raise UserError(
+            f"{first} and {label}: both are panel {config.panel}, and Figure 1 draws one run per "
+            "panel (the other would be left out); remove panel: from one of them"
+        )
+
+
+def _clash(
+    configs: Sequence[tuple[str, Any]],
+    key: Callable[[Any], Any],
+    same: Callable[[Any, Any], bool],
+) -> tuple[tuple[str, Any], tuple[str, Any]] | None:
+    """The first two (label, config) with one `key` (None: no key) that are not `same`."""
+    first: dict[Any, tuple[str, Any]] = {}
     for label, config in configs:
-        panel = getattr(config, "panel", None)
-        if panel is None:
+        value = key(config)
+        if value is None:
             continue
-        seen = first.setdefault(panel, (label, config))
-        if seen[1].name != config.name:
-            raise UserError(
-                f"{seen[0]} and {label}: both are panel {panel}, and Figure 1 draws one run per "
-                "panel (the other would be left out); remove panel: from one of them"
-            )
+        seen = first.setdefault(value, (label, config))
+        if not same(seen[1], config):
+            return seen, (label, config)
+    return None
 
 
 def check_run_options(
