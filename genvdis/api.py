@@ -254,20 +254,12 @@ def validate(configs: Iterable[str | Path], allow_imports: Iterable[str] = ()) -
 def _check_columns(config: ExperimentConfig, file: Path) -> None:
     """What `validate` can check of a config's data without reading or fetching it: a
     registered dataset's name and attribute names, a local table's presence."""
-    from genvdis import datasets
+    from genvdis import datasets, preprocessing
     from genvdis.sections import FileDataset
 
     dataset = config.dataset
-    if isinstance(dataset, str):
-        info = datasets.get_info(dataset)
-        if isinstance(config.attributes, list):  # as the run checks them (preprocessing)
-            unknown = [a for a in config.attributes if a not in info.attributes]
-            if info.target in unknown:
-                raise UserError(
-                    f"attributes: '{info.target}' is the dataset's label column, not an attribute"
-                )
-            if unknown:
-                raise UserError(f"attributes: no attribute named '{unknown[0]}' in {dataset}")
+    if isinstance(dataset, str):  # the registry knows its attributes: checked as a run does
+        preprocessing.select_attributes(datasets.get_info(dataset), config.attributes)
     elif isinstance(dataset, FileDataset) and dataset.path is not None:
         table = Path(dataset.path)
         table = table if table.is_absolute() else file.parent / table

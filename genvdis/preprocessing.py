@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from genvdis.config import ExperimentConfig
-from genvdis.datasets import RawData
+from genvdis.datasets import DatasetInfo, RawData
 from genvdis.errors import UserError
 from genvdis.sections import Preprocessing, TargetSpec
 
@@ -97,7 +97,9 @@ class PreparedData:
         return tuple(int(c) for c in np.bincount(self.y, minlength=2))
 
 
-def select_attributes(raw: RawData, attributes: str | list[str]) -> list[str]:
+def select_attributes(raw: RawData | DatasetInfo, attributes: str | list[str]) -> list[str]:
+    """The attribute names `attributes` picks from a dataset's (its `attributes` by kind and
+    its label column `target`): read data, or a registered dataset's info (`validate`)."""
     if isinstance(attributes, list):
         unknown = [a for a in attributes if a not in raw.attributes]
         if raw.target in unknown:
