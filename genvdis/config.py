@@ -118,6 +118,20 @@ class RunConfig(StrictModel):
         return validate_mapping(type(self), data, options or f"config '{self.name}'")
 
 
+def check_pairs(pairs: list[Any], names: list[str]) -> None:
+    """`compare:`'s pairs, each two different models of `names` (unchecked where `names` is
+    empty), given once: a ValueError naming the first pair that is not. A config's field and
+    a run's config.yaml read back (`runfiles`, where it may be edited) check it alike."""
+    for i, pair in enumerate(pairs, start=1):
+        if not isinstance(pair, list) or len(pair) != 2 or pair[0] == pair[1]:
+            raise ValueError(f"pair {i} {pair!r} must name two different models")
+        unknown = [x for x in pair if x not in names]
+        if unknown and names:
+            raise ValueError(f"pair {i}: '{unknown[0]}' is not in models ({', '.join(names)})")
+        if pair in pairs[: i - 1]:
+            raise ValueError(f"pair {i} {pair} repeats pair {pairs.index(pair) + 1}")
+
+
 class ExperimentConfig(RunConfig):
     panel: int | None = Field(default=None, ge=1, le=15)
     dataset: DatasetSpec
@@ -149,15 +163,7 @@ class ExperimentConfig(RunConfig):
     @classmethod
     def _compare(cls, value: list[list[str]] | None, info: ValidationInfo) -> Any:
         """Each pair: two different models of this config (docs/analysis.md)."""
-        names = [m.name for m in info.data.get("models") or []]
-        for i, pair in enumerate(value or [], start=1):
-            if len(pair) != 2 or pair[0] == pair[1]:
-                raise ValueError(f"pair {i} {pair} must name two different models")
-            unknown = [x for x in pair if x not in names]
-            if unknown and names:
-                raise ValueError(f"pair {i}: '{unknown[0]}' is not in models ({', '.join(names)})")
-            if pair in value[: i - 1]:
-                raise ValueError(f"pair {i} {pair} repeats pair {value.index(pair) + 1}")
+        check_pairs(value or [], [m.name for m in info.data.get("models") or []])
         return value
 
     @model_serializer(mode="wrap")

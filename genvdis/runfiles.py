@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from genvdis import results, runlock
-from genvdis.config import NAME_PATTERN, drawable_title
+from genvdis.config import NAME_PATTERN, check_pairs, drawable_title
 from genvdis.errors import UserError
 from genvdis.yamlfile import read_yaml
 
@@ -217,21 +217,13 @@ def _pairs_of(compare: Any, models: list[str], path: Path) -> list[tuple[str, st
     if not isinstance(compare, list) or not compare:
         raise UserError(f"{path}: compare: must be a list of pairs [first, second]; fix it, or "
                         "remove compare: for the default pairs")  # fmt: skip
-    pairs: list[tuple[str, str]] = []
-    for i, pair in enumerate(compare, start=1):
-        named = tuple(map(str, pair)) if isinstance(pair, list) else ()
-        problem = ""
-        if len(named) != 2 or named[0] == named[1]:
-            problem = f"pair {i} {pair!r} must name two different models"
-        elif unknown := [x for x in named if models and x not in models]:
-            problem = f"pair {i}: '{unknown[0]}' is not in models ({', '.join(models)})"
-        elif named in pairs:
-            problem = f"pair {i} {pair} repeats pair {pairs.index(named) + 1}"
-        if problem:
-            raise UserError(f"{path}: compare: {problem}; each pair is two different models "
-                            "of the run, given once")  # fmt: skip
-        pairs.append((named[0], named[1]))
-    return pairs
+    named = [list(map(str, pair)) if isinstance(pair, list) else pair for pair in compare]
+    try:
+        check_pairs(named, models)
+    except ValueError as problem:
+        raise UserError(f"{path}: compare: {problem}; each pair is two different models "
+                        "of the run, given once") from None  # fmt: skip
+    return [(first, second) for first, second in named]
 
 
 def read_analysis(results_dir: Path) -> pd.DataFrame:
