@@ -122,24 +122,38 @@ def check_manifest(path: Path, sha256: str | None = None) -> None:
     )
 
 
+def summary_means(summary: pd.DataFrame) -> pd.DataFrame:
+    """summary.csv by (model, m): what a file that records a run's means is checked against."""
+    return summary.drop_duplicates(["model", "m"]).set_index(["model", "m"])
+
+
+def mean_agrees(
+    means: pd.DataFrame, model: Any, m: Any, value: Any, splits: Any = None,
+    rtol: float = 1e-5, atol: float = 1e-8,
+) -> bool:  # fmt: skip
+    """Whether a recorded mean (and split count) of `model` at `m` is the run's, `means`
+    being its `summary_means`; False where the run has no such row or the value is missing."""
+    key = (str(model), m)
+    if key not in means.index or pd.isna(value):
+        return False
+    if splits is not None and means.loc[key, "n_splits"] != splits:
+        return False
+    return bool(np.isclose(means.loc[key, "mean"], float(value), rtol=rtol, atol=atol))
+
+
 def check_analysis(run_dir: Path, summary: pd.DataFrame, row: dict[str, Any] | None) -> None:
     """A run's differences.csv and its row of analysis.csv beside it (`row`) are the analysis
     of the run as it was when a report (or a sweep) analysed it; a later rerun of that run
     (another seed, splits or sizes) leaves them describing numbers that are no longer there.
     Their model means and split counts must be those of the run's summary.csv (checked by
     its manifest), else a UserError names the stale file and how to analyse the run again."""
-    means = summary.drop_duplicates(["model", "m"]).set_index(["model", "m"])
+    means = summary_means(summary)
     again = f"analyse it again with `genvdis report {run_dir.parent}`"
     if (run_dir.parent / "variants.csv").is_file():  # a sweep's variant: the sweep analyses it
         again = f"rerun its sweep, or {again}"
 
     def agrees(model: Any, m: Any, value: Any, splits: Any = None) -> bool:
-        key = (str(model), m)
-        if key not in means.index or pd.isna(value):
-            return False
-        if splits is not None and means.loc[key, "n_splits"] != splits:
-            return False
-        return bool(np.isclose(means.loc[key, "mean"], float(value), rtol=1e-9, atol=1e-12))
+        return mean_agrees(means, model, m, value, splits, rtol=1e-9, atol=1e-12)
 
     path = run_dir / "differences.csv"
     try:

@@ -13,15 +13,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pandas as pd
 
 from genvdis import results, runfiles, runlock
 from genvdis.errors import UserError
 from genvdis.reportformat import Block, fmt_int, is_missing
-from genvdis.variants import BASELINE
-
-VARIANTS = "variants"  # sweeps.VARIANTS_DIR: a sweep's variants are in <name>/variants/
+from genvdis.variants import BASELINE, VARIANTS_DIR
 
 if TYPE_CHECKING:
     from genvdis.sweeps import Planned
@@ -153,16 +150,15 @@ def check_folders(results_dir: Path, table: pd.DataFrame) -> None:
     of the earlier one. Its split count and its generative model's mean errors at the ends
     of the grid are compared with the folder's summary.csv (checked by its manifest)."""
     for row in table[table["not_run"] == ""].itertuples():
-        folder = results_dir / str(row.name) / VARIANTS / (row.same_as or str(row.variant))
+        folder = results_dir / str(row.name) / VARIANTS_DIR / (row.same_as or str(row.variant))
         if not (folder / "summary.csv").is_file():
             continue  # a copied sensitivity.csv, or folders removed: nothing to contradict
-        means = runfiles.read_summary(folder).drop_duplicates(["model", "m"])
-        means = means.set_index(["model", "m"])
+        means = runfiles.summary_means(runfiles.read_summary(folder))
         agree = bool((means["n_splits"] == row.n_splits).all())
         for end in ("m_min", "m_max") if row.gen_model else ():
             m, value = getattr(row, end), getattr(row, f"nb_err_{end}")
-            key = (str(row.gen_model), -1 if is_missing(m) else int(m))
-            agree &= key in means.index and bool(np.isclose(means.loc[key, "mean"], value))
+            m = -1 if is_missing(m) else int(m)
+            agree &= runfiles.mean_agrees(means, row.gen_model, m, value)
         if not agree:
             raise UserError(
                 f"{results_dir / SENSITIVITY}: panel '{row.name}', variant '{row.variant}': not "

@@ -27,11 +27,10 @@ from genvdis.config import ExperimentConfig
 from genvdis.datasets import RawData
 from genvdis.errors import UserError
 from genvdis.preprocessing import PreparedData, prepare
-from genvdis.variants import Variant
+from genvdis.variants import VARIANTS_DIR, Variant
 
 log = logging.getLogger(__name__)
 
-VARIANTS_DIR = "variants"
 INDEX = "variants.csv"
 INDEX_COLUMNS = ["variant", "changed", "same_as", "not_run", "folder"]
 # Config fields whose whole effect is the prepared data (compared instead), and fields that

@@ -33,6 +33,7 @@ ALIASES = {
 SHORT = {path: alias for alias, path in ALIASES.items()}
 FIXED = {"name": "it names the run folder", VARIANTS_KEY: "it lists the variants"}
 BASELINE = "baseline"
+VARIANTS_DIR = "variants"  # a sweep's variants are in <out>/<name>/variants/<id>/
 VALUE_TEXT = re.compile(r"^[A-Za-z0-9_.+-]+$")
 MAX_ID = 200  # a folder name stays well under the 255 bytes a file name may have
 
