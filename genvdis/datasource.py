@@ -40,10 +40,13 @@ def load_data(
     raise UserError(f"dataset: unsupported source {source!r}")
 
 
+FEW_VALUES = 10  # numbers with at most this many distinct values are inferred discrete
+
+
 def _infer_kind(column: pd.Series) -> str:
     """Numbers with many distinct values are continuous; anything else is discrete."""
     values = pd.to_numeric(column.dropna(), errors="coerce")
-    if values.isna().any() or values.nunique() <= 10:
+    if values.isna().any() or values.nunique() <= FEW_VALUES:
         return "discrete"
     return "continuous"
 
@@ -148,7 +151,7 @@ def _doubt(column: pd.Series, label: str) -> str | None:
     present = column.dropna()
     values = pd.to_numeric(present, errors="coerce")
     text = values.isna().to_numpy()
-    if not text.any() or values.nunique() <= 10:
+    if not text.any() or values.nunique() <= FEW_VALUES:
         return None
     row, cell = present.index[text][0], present[text].iloc[0]
     return (

@@ -21,12 +21,11 @@ import yaml
 
 from genvdis import __version__
 from genvdis.config import parse_config
-from genvdis.datasource import read_file_table
+from genvdis.datasource import FEW_VALUES, read_file_table
 from genvdis.errors import UserError
 from genvdis.results import atomic_write_text
 from genvdis.sections import FileDataset
 
-FEW_VALUES = 10  # whole numbers with at most this many distinct values are discrete
 FIRST_M = 10  # where most of the paper's panels start their m grid
 MAX_M = 3000  # adult's largest m: beyond it, runs get long and curves flat
 TRAIN_SHARE = 0.75  # the largest m leaves a quarter of the rows to test on
