@@ -29,7 +29,7 @@ PREFIX = "genvdis-numba-"
 # every module that defines a compiled function (tests/test_kernelcache.py checks the list)
 KERNEL_MODULES = (
     "hyperplanes", "logistic", "logistic_kernels", "models", "multiclass", "newton_solves",
-    "quasi_start", "sampler", "scoring", "sparsest_first", "splits", "streams",
+    "portable", "quasi_start", "sampler", "scoring", "sparsest_first", "splits", "streams",
 )  # fmt: skip
 KEEP_SECONDS = 24 * 3600  # other stamps' folders unused for longer are removed
 PACKAGE = Path(__file__).resolve().parent

@@ -4,8 +4,9 @@ layouts (`layouts`): the loss terms, the products of each layout, and the small 
 The dense kernels loop over a problem's rows innermost, over contiguous memory, so LLVM
 vectorises them; that needs the division's zero check off (numpy's error model: 1/0 is inf,
 as in numpy) and lets it fuse multiply-adds. No other fast-math: NaN and inf keep their
-meaning. Exponentials and logarithms stay in numpy, whose SIMD versions are several times
-faster than numba's scalar ones (docs/scaling.md).
+meaning. Every sum runs in a fixed order (`portable.dot`, not BLAS), and exponentials and
+logarithms are the C library's, called here, not numpy's (whose AVX-512 versions give other
+bits): the same bits on every CPU with FMA (issue 30 §7, docs/scaling.md).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import numba
 import numpy as np
 
 from genvdis.newton_solves import solve_coupled, solve_unblocked
+from genvdis.portable import dot
 from genvdis.streams import jit
 
 vector_jit = numba.njit(cache=True, nogil=True, fastmath={"contract"}, error_model="numpy")
@@ -48,10 +50,22 @@ def shifted_terms(eta, direction, which, factor, t):
     return shifted, minus_abs, linear
 
 
+@vector_jit
+def _exp_log1p(x, logs):
+    """x = exp(x) in place, logs = log(1 + exp(x)): the C library's bits (numpy's exp and log
+    take AVX-512 code where the CPU has it, whose last bits differ: issue 30 §7)."""
+    for a in range(x.shape[0]):
+        for i in range(x.shape[1]):
+            e = np.exp(x[a, i])
+            x[a, i] = e
+            logs[a, i] = np.log(1.0 + e)
+
+
 def sum_nll(minus_abs: np.ndarray, linear: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The negative log-likelihood from `nll_terms`, and exp(-|eta|) (in minus_abs' place)."""
-    e = np.exp(minus_abs, out=minus_abs)
-    return linear.sum(axis=1) + np.log(1.0 + e).sum(axis=1), e
+    logs = np.empty(minus_abs.shape)
+    _exp_log1p(minus_abs, logs)
+    return linear.sum(axis=1) + logs.sum(axis=1), minus_abs
 
 
 LAMBERT_ITERATIONS = 12  # Newton's method in `log_lambert`: at rounding from its start by then
@@ -144,9 +158,9 @@ def gathered_residuals(XT, problems, t, eta, e):
     for a in range(problems.size):
         for i in range(eta.shape[1]):
             residual[a, i] = t[a, i] - (1.0 if eta[a, i] >= 0 else e[a, i]) / (1.0 + e[a, i])
-        row = np.dot(XT[problems[a]], residual[a])
-        for j in range(row.size):  # a loop: numba compiles row assignment generically, ~1.8 s
-            gradient[a, j] = row[j]
+        x = XT[problems[a]]
+        for j in range(x.shape[0]):  # fixed-order sums, not BLAS's (`portable`)
+            gradient[a, j] = dot(x[j], residual[a])
     return gradient, residual
 
 
@@ -154,8 +168,9 @@ def gathered_residuals(XT, problems, t, eta, e):
 def gathered_step(XT, problems, t, eta, e, beta, penalty):
     """`layouts.Design.newton_step` for feature-major designs, up to the exponential and logarithm
     (the new predictors' `nll_terms` instead), one problem at a time so that its rows are
-    fetched once and reused from cache: one pass scales them, one BLAS product gives
-    [X^T W X; (t - p)^T X], a pass after the solve gives X delta and the new predictors.
+    fetched once and reused from cache: one pass scales them, fixed-order sums (`portable.dot`,
+    not BLAS) give X^T W X (its upper triangle, mirrored) and (t - p)^T X, a pass after the
+    solve gives X delta and the new predictors.
     singular[s] where H is numerically singular: the caller then takes the step (hess is
     returned for it); that problem's other outputs are left 0."""
     S, d, m = problems.size, XT.shape[1], XT.shape[2]
@@ -167,11 +182,10 @@ def gathered_step(XT, problems, t, eta, e, beta, penalty):
     for a in range(S):
         x = XT[problems[a]]
         _scaled_rows(x, t[a], eta[a], e[a], scaled, w)
-        both = np.dot(scaled, x.T)
-        for j in range(d):
-            grad[a, j] = both[d, j] - penalty[j] * beta[a, j]
-            for k in range(d):  # not hess[a, j] = both[j]: see gathered_residuals
-                hess[a, j, k] = both[j, k]
+        for j in range(d):  # fixed-order sums, not BLAS's (`portable`); H mirrored: symmetric
+            grad[a, j] = dot(scaled[d], x[j]) - penalty[j] * beta[a, j]
+            for k in range(j, d):
+                hess[a, j, k] = hess[a, k, j] = dot(scaled[j], x[k])
             hess[a, j, j] += penalty[j]
         singular[a] = solve_unblocked(hess[a], grad[a], delta[a])
         if singular[a]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from genvdis import portable
 from genvdis.layouts import Design, Gathered, along, group_size
 from genvdis.logistic_kernels import log_lamberts, separates
 
@@ -251,9 +252,9 @@ def _exponential_length(
     A = step.decrement[which] + B
     length = np.full(which.size, np.nan)
     flat, curved = (A > 0) & (C == 0) & (B > 0), (A > 0) & (C > 0)
-    length[flat] = np.log(A[flat] / B[flat])
+    length[flat] = portable.log(A[flat] / B[flat])
     ratio = B[curved] / C[curved]
-    length[curved] = log_lamberts(np.log(A[curved] / C[curved]) + ratio) - ratio
+    length[curved] = log_lamberts(portable.log(A[curved] / C[curved]) + ratio) - ratio
     return length
 
 
@@ -299,7 +300,7 @@ def _retire(active: _Active, done: np.ndarray, bound: np.ndarray) -> _Active | N
 
 def _penalty(beta: np.ndarray, penalty: np.ndarray) -> np.ndarray:
     """The ridge term of each problem's loss, penalty . beta^2 / 2."""
-    return 0.5 * ((beta * beta) @ penalty)
+    return 0.5 * np.einsum("sd,d->s", beta * beta, penalty)  # numpy's loop, not BLAS's
 
 
 def _newton_group(

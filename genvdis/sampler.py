@@ -22,7 +22,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from genvdis import streams
+from genvdis import portable, streams
 
 # The per-wall loops divide by c_i <= 0 on purpose (the result is never read): numpy's error
 # model lets them do so without a check, which is what lets them vectorise.
@@ -270,22 +270,28 @@ def sample_version_space(
     """
     S, m, d = A.shape
     keys = np.asarray(keys, dtype=np.uint64)
+    A = np.ascontiguousarray(A, dtype=float)
+    z0 = np.ascontiguousarray(z0, dtype=float)
+    # Every product, factorisation and power below is `portable`'s (fixed-order loops, not
+    # BLAS, LAPACK or numpy's AVX-512 power): the chain amplifies the last bits of its start
+    # and walls, so a CPU's own kernel changed which hyperplane was drawn (issue 30 §7).
     if m >= d:  # the row space is (at most) all of R^d: z's own coordinates serve, no QR
-        B = np.ascontiguousarray(A, dtype=float)
-        w = np.array(z0, dtype=float)
+        B = A
+        w = z0.copy()
     else:
-        Q, _ = np.linalg.qr(np.swapaxes(A, 1, 2))  # (S, d, m): a basis of each row space
-        B = np.ascontiguousarray(A @ Q)
-        w = np.einsum("sdr,sd->sr", Q, z0)
+        Qt = portable.row_space_bases(A)  # (S, m, d): an orthonormal basis of each row space
+        B = portable.products(A, Qt)  # A Q
+        w = portable.matvecs(Qt, z0)  # Q^T z0
     r = B.shape[2]
-    G = B @ np.swapaxes(B, 1, 2)
+    G = portable.gram(B)
     Bt = np.ascontiguousarray(np.swapaxes(B, 1, 2))
-    w *= np.sqrt(r) / np.linalg.norm(w, axis=1, keepdims=True)  # the typical radius
+    w *= np.sqrt(r) / portable.norms(w)[:, None]  # the typical radius
     w, v, u = _chains(B, Bt, G, w, keys, int(iterations), int(warmup_bounces), d)
     if m >= d:
         z = w
     else:  # the part outside the row space: d normals projected off it, drawn exactly
-        v -= np.einsum("sdr,sr->sd", Q, np.einsum("sdr,sd->sr", Q, v))
-        z = np.einsum("sdr,sr->sd", Q, w) + v
-    radius = u[:, None] ** (1.0 / d)
-    return radius * z / np.linalg.norm(z, axis=1, keepdims=True)
+        Q = np.ascontiguousarray(np.swapaxes(Qt, 1, 2))
+        v -= portable.matvecs(Q, portable.matvecs(Qt, v))
+        z = portable.matvecs(Q, w) + v
+    radius = portable.power(u, 1.0 / d)[:, None]
+    return radius * z / portable.norms(z)[:, None]
