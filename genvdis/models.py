@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from genvdis import streams
+from genvdis import portable, streams
 from genvdis.errors import UserError
 from genvdis.linear import BatchFit, LinearModel, checked, default
 from genvdis.logistic import LogisticRegression
@@ -197,17 +197,17 @@ class NaiveBayes(LinearModel):
             l = self.laplace  # noqa: E741 (the paper's name)
             k = np.repeat(self.layout.levels, self.layout.levels).astype(float)
             c0, c1 = sums[:, 0, p:], sums[:, 1, p:]
-            log1 = np.log((c1 + l) / (n1[:, None] + k * l))
-            log0 = np.log((c0 + l) / (n0[:, None] + k * l))
+            log1 = portable.log((c1 + l) / (n1[:, None] + k * l))
+            log0 = portable.log((c0 + l) / (n0[:, None] + k * l))
             coef[:, p:] = log1 - log0
-            prior = np.log((n1 + l) / (n0 + l))
+            prior = portable.log((n1 + l) / (n0 + l))
             bound = tie_bound(np.abs(log1) + np.abs(log0), np.abs(prior), self.layout.levels)
             # a continuous part exactly 0 (every continuous weight 0) leaves the discrete
             # log-odds, a sum of logs of rationals that can be exactly 0: ties decided as 0
             discrete = (coef[:, :p] == 0).all(axis=1) & (intercept == 0)
             ties = np.where(discrete, bound, 0.0)
         else:
-            prior = np.log(n1 / n0)
+            prior = portable.log(n1 / n0)
         return BatchFit(coef, intercept + prior, np.zeros(idx.shape[0], dtype=bool), ties=ties)
 
 
@@ -231,17 +231,14 @@ class LDA(LinearModel):
         cov = np.einsum("smd,sme->sde", centred, centred) / Zt.shape[1]
         cov += self.epsilon * np.eye(Z.shape[1])
         coef = self._solve(cov, (mu1 - mu0)[..., None], idx.shape[1])[..., 0]
-        intercept = -0.5 * np.einsum("sd,sd->s", mu1 + mu0, coef) + np.log(n1 / n0)
+        intercept = -0.5 * np.einsum("sd,sd->s", mu1 + mu0, coef) + portable.log(n1 / n0)
         return BatchFit(coef, intercept, np.zeros(idx.shape[0], dtype=bool))
 
     def _solve(self, cov: np.ndarray, gaps: np.ndarray, m: int) -> np.ndarray:
         """cov^-1 gaps for each split (gaps (S, D, k)); a user error where epsilon is too
         small to make a covariance invertible."""
-        try:
-            coef = np.linalg.solve(cov, gaps)
-        except np.linalg.LinAlgError:
-            coef = None
-        if coef is None or not np.isfinite(coef).all():
+        coef = portable.solve(cov, gaps)  # not LAPACK's: its bits depend on the CPU
+        if not np.isfinite(coef).all():
             raise UserError(
                 f"models: lda (epsilon {self.epsilon:g}): a training set of m={m} "
                 "has a singular covariance (collinear or constant attributes); give lda a "

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from genvdis import streams
+from genvdis import portable, streams
 from genvdis.linear import BatchFit, LinearModel
 from genvdis.models import LDA, NaiveBayes, class_sums, tie_bound
 from genvdis.preprocessing import FeatureLayout
@@ -79,10 +79,10 @@ class MultiNaiveBayes(MultiModel, NaiveBayes):
         if self.layout.n_discrete:
             l = self.laplace  # noqa: E741 (the paper's name)
             k = np.repeat(self.layout.levels, self.layout.levels).astype(float)
-            log_p = np.log((sums[:, :, p:] + l) / (counts[:, :, None] + k * l))
+            log_p = portable.log((sums[:, :, p:] + l) / (counts[:, :, None] + k * l))
             coef[:, 1:, p:] = log_p[:, 1:] - log_p[:, :1]
             discrete = (coef[:, :, :p] == 0).all(axis=(1, 2)) & (intercept == 0).all(axis=1)
-            prior = np.log((counts[:, 1:] + l) / (counts[:, :1] + l))
+            prior = portable.log((counts[:, 1:] + l) / (counts[:, :1] + l))
             intercept[:, 1:] += prior
             # each class's score is a binary log-odds against class 0 (`tie_bound`); two
             # scores' difference rounds by at most the sum of their bounds
@@ -90,7 +90,7 @@ class MultiNaiveBayes(MultiModel, NaiveBayes):
             bound = tie_bound(magnitudes, np.abs(prior).max(axis=1), self.layout.levels)
             ties = np.where(discrete, 2 * bound, 0.0)
         else:
-            intercept[:, 1:] += np.log(counts[:, 1:] / counts[:, :1])
+            intercept[:, 1:] += portable.log(counts[:, 1:] / counts[:, :1])
             ties = None
         return BatchFit(coef, intercept, np.zeros(idx.shape[0], dtype=bool), ties=ties)
 
@@ -132,7 +132,7 @@ class MultiLDA(MultiModel, LDA):
         gaps = np.swapaxes(mu[:, 1:] - mu[:, :1], 1, 2)  # (S, D, K - 1)
         coef = np.swapaxes(self._solve(cov, gaps, idx.shape[1]), 1, 2)
         intercept = -0.5 * np.einsum("skd,skd->sk", mu[:, 1:] + mu[:, :1], coef)
-        intercept += np.log(counts[:, 1:] / counts[:, :1])
+        intercept += portable.log(counts[:, 1:] / counts[:, :1])
         pad = np.zeros((idx.shape[0], 1))
         coef = np.concatenate([np.zeros((idx.shape[0], 1, Z.shape[1])), coef], axis=1)
         return BatchFit(coef, np.concatenate([pad, intercept], axis=1), pad[:, 0] > 0)
@@ -180,7 +180,7 @@ def count_errors(
     errors = np.zeros(L, dtype=np.int64)
     labels = np.ascontiguousarray(y, dtype=np.int64)
     for start in range(0, n, chunk):
-        scores = (Z1[start : start + chunk] @ flat).reshape(-1, L, K)
+        scores = portable.matmul(Z1[start : start + chunk], flat).reshape(-1, L, K)
         rows = slice(start, start + chunk)
         _add_wrong(scores, labels[rows], tested[:, rows], ties, errors)
     return errors

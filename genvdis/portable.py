@@ -249,3 +249,24 @@ def log_one_plus(x: np.ndarray) -> np.ndarray:
 def power(x: np.ndarray, y: float) -> np.ndarray:
     """x ** y elementwise for a scalar y, the C library's bits (numpy's differ on AVX-512)."""
     return _each(_power_into, x, float(y))
+
+
+@jit
+def _matmul_into(A: np.ndarray, B: np.ndarray, out: np.ndarray) -> None:
+    for i in range(A.shape[0]):
+        row = out[i]
+        for j in range(row.size):
+            row[j] = 0.0
+        for k in range(A.shape[1]):
+            a, b = A[i, k], B[k]
+            for j in range(row.size):  # across the columns: vectorised, each sum in k order
+                row[j] += a * b[j]
+
+
+def matmul(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """A @ B for 2-d A (n, p) and B (p, q): each entry summed over p in order."""
+    A = np.ascontiguousarray(A, dtype=float)
+    B = np.ascontiguousarray(B, dtype=float)
+    out = np.empty((A.shape[0], B.shape[1]))
+    _matmul_into(A, B, out)
+    return out

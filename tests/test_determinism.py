@@ -171,3 +171,118 @@ def test_every_compiled_function_names_its_own_floating_point_flags():
                 missing = {"fastmath", "error_model"} - set(value.targetoptions)
                 unnamed += [f"{module.__name__}.{name} lacks {sorted(missing)}"] if missing else []
     assert not unnamed, unnamed
+
+
+# --- the same bits on every CPU (issue 30 §7) --------------------------------------------------
+
+# Newton's fits (the gathered layout, at m below, near and above d), the sampler's draws (m < d:
+# the row-space basis; m >= d: the chain on z itself), naive Bayes's and LDA's weights, and the
+# K-class scoring, on scikit-learn's bundled breast-cancer table: their bytes' digest.
+PROBE = """
+import hashlib, numpy as np
+from sklearn.datasets import load_breast_cancer
+from genvdis import hyperplanes, multiclass, newton, sampler
+from genvdis.layouts import Gathered
+from genvdis.models import LDA, NaiveBayes
+from genvdis.preprocessing import FeatureLayout
+X, y = load_breast_cancer(return_X_y=True)
+Z = (X - X.min(0)) / (X.max(0) - X.min(0))
+idx = np.stack([np.random.default_rng(s).choice(len(y), 200, replace=False) for s in range(4)])
+out = hashlib.sha256()
+for m in (10, 40, 200):
+    rows = np.concatenate([Z[idx[:, :m]], np.ones((4, m, 1))], axis=2)
+    design = Gathered(rows, y[idx[:, :m]].astype(float))
+    out.update(newton.newton_logistic(design, np.zeros(31), max_iter=8).beta.tobytes())
+for m in (10, 40):
+    A = np.stack([hyperplanes.signed_rows(Z[i[:m]], y[i[:m]]) for i in idx])
+    z0 = np.stack([hyperplanes.max_margin(a)[1] for a in A])
+    keys = np.arange(4, dtype=np.uint64) + 7
+    out.update(sampler.sample_version_space(A, z0, 20, keys).tobytes())
+for model in (NaiveBayes(FeatureLayout(30)), LDA(FeatureLayout(30))):
+    fit = model.fit_batch(Z, y, idx[:, :40], np.arange(4, dtype=np.uint64))
+    out.update(fit.coef.tobytes() + fit.intercept.tobytes())
+coef = np.random.default_rng(9).normal(size=(3, 4, 31))
+Z1 = np.concatenate([Z, np.ones((len(y), 1))], axis=1)
+out.update(multiclass.count_errors(Z1, y * 3 // 1, coef, idx[:3, :40]).tobytes())
+print(out.hexdigest())
+"""
+
+
+def _probe(**env: str) -> str:
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE], env={**os.environ, **env}, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def _uses_openblas() -> bool:
+    from threadpoolctl import threadpool_info
+
+    return any(info.get("internal_api") == "openblas" for info in threadpool_info())
+
+
+def test_fits_and_draws_do_not_depend_on_the_blas_kernel():
+    """OpenBLAS picks its kernels per CPU, and each sums in its own order: Newton's X^T W X
+    and the sampler's QR and Gram matrix through BLAS moved in the last bits between the
+    Haswell, SkylakeX and Prescott kernels, and the sampler's chain amplified them into other
+    hyperplanes (issue 30 §7). Every product is now a fixed-order sum (`portable`)."""
+    if not _uses_openblas():
+        pytest.skip("numpy's BLAS is not OpenBLAS: OPENBLAS_CORETYPE chooses nothing")
+    assert _probe(OPENBLAS_CORETYPE="Haswell") == _probe(OPENBLAS_CORETYPE="Prescott")
+
+
+def test_fits_and_draws_do_not_depend_on_avx512(tmp_path):
+    """numpy's exp, log and power take AVX-512 code where the CPU has it, with other last bits
+    than the C library's that a CPU without it runs; numba compiles for the host's vector
+    width. A narrower CPU emulated (numpy's AVX-512 features off, numba compiling for
+    Haswell, into a cache of its own) must give the same bits."""
+    import numpy as np
+
+    features = np._core._multiarray_umath.__cpu_features__
+    if not features.get("AVX512F"):
+        pytest.skip("this CPU has no AVX-512: there is no wider code to compare with")
+    narrow = " ".join(
+        name
+        for name in ("AVX512F", "AVX512CD", "AVX512_SKX", "AVX512_CLX", "AVX512_CNL",
+                     "AVX512_ICL", "AVX512_SPR", "X86_V4")
+        if features.get(name)
+    )  # fmt: skip
+    assert _probe() == _probe(
+        NPY_DISABLE_CPU_FEATURES=narrow,
+        NUMBA_CPU_NAME="haswell",
+        NUMBA_CACHE_DIR=str(tmp_path),
+        OPENBLAS_CORETYPE="Haswell",
+    )
+
+
+def test_a_separable_run_writes_the_same_errors_under_two_blas_kernels(
+    tmp_path, mirror_env, monkeypatch
+):
+    """The issue's run, cut down: boston's separable sizes (30 to 60 rows for 14 weights,
+    thin version spaces where the sampler's chain amplifies the last bit) under the Haswell
+    and Prescott kernels gave different errors.csv (up to 12 test errors on a split)."""
+    import os
+    import subprocess
+    import sys
+
+    if not _uses_openblas():
+        pytest.skip("numpy's BLAS is not OpenBLAS: OPENBLAS_CORETYPE chooses nothing")
+    config = tmp_path / "boston.yaml"
+    text = (Path(__file__).parents[1] / "configs" / "boston.yaml").read_text()
+    config.write_text(text.replace("sizes: [10, 15, 20, 30, 40, 60", "sizes: [30, 40, 60]#"))
+    written = {}
+    for kernel in ("Haswell", "Prescott"):
+        out = tmp_path / kernel
+        command = [sys.executable, "-m", "genvdis", "run", str(config), "--splits", "40"]
+        done = subprocess.run(
+            [*command, "--jobs", "1", "--out", str(out), "--quiet"],
+            env={**os.environ, "OPENBLAS_CORETYPE": kernel}, capture_output=True, text=True,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        written[kernel] = (out / "boston" / "errors.csv").read_bytes()
+    assert written["Haswell"] == written["Prescott"]
