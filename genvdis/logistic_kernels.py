@@ -15,7 +15,7 @@ import numba
 import numpy as np
 
 from genvdis.newton_solves import solve_coupled, solve_unblocked
-from genvdis.portable import dot
+from genvdis.portable import cross_into, dot
 from genvdis.streams import jit
 
 vector_jit = numba.njit(cache=True, nogil=True, fastmath={"contract"}, error_model="numpy")
@@ -168,8 +168,8 @@ def gathered_residuals(XT, problems, t, eta, e):
 def gathered_step(XT, problems, t, eta, e, beta, penalty):
     """`layouts.Design.newton_step` for feature-major designs, up to the exponential and logarithm
     (the new predictors' `nll_terms` instead), one problem at a time so that its rows are
-    fetched once and reused from cache: one pass scales them, fixed-order sums (`portable.dot`,
-    not BLAS) give X^T W X (its upper triangle, mirrored) and (t - p)^T X, a pass after the
+    fetched once and reused from cache: one pass scales them, fixed-order sums
+    (`portable.cross_into` and `dot`, not BLAS) give X^T W X and (t - p)^T X, a pass after the
     solve gives X delta and the new predictors.
     singular[s] where H is numerically singular: the caller then takes the step (hess is
     returned for it); that problem's other outputs are left 0."""
@@ -182,10 +182,10 @@ def gathered_step(XT, problems, t, eta, e, beta, penalty):
     for a in range(S):
         x = XT[problems[a]]
         _scaled_rows(x, t[a], eta[a], e[a], scaled, w)
-        for j in range(d):  # fixed-order sums, not BLAS's (`portable`); H mirrored: symmetric
+        # fixed-order sums (`portable`), not BLAS's, whose order is the CPU's (issue 30 §7)
+        cross_into(scaled[:d], x, hess[a], True)  # X^T W X, exactly symmetric
+        for j in range(d):
             grad[a, j] = dot(scaled[d], x[j]) - penalty[j] * beta[a, j]
-            for k in range(j, d):
-                hess[a, j, k] = hess[a, k, j] = dot(scaled[j], x[k])
             hess[a, j, j] += penalty[j]
         singular[a] = solve_unblocked(hess[a], grad[a], delta[a])
         if singular[a]:
