@@ -255,6 +255,49 @@ def solve(A: np.ndarray, B: np.ndarray) -> np.ndarray:
 
 
 @jit
+def spd_inverses(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The inverse of each symmetric positive definite A_s (S, d, d), by its Cholesky factor
+    (LAPACK's potrf and potri's arithmetic, in fixed-order loops), column by column, the lower
+    triangle mirrored: exactly symmetric. ok[s] False where a pivot is not positive (A_s not
+    numerically definite); that inverse is left undefined."""
+    S, d = A.shape[0], A.shape[1]
+    out, ok = np.empty((S, d, d)), np.ones(S, dtype=np.bool_)
+    L, y = np.zeros((d, d)), np.empty(d)
+    for s in range(S):
+        for j in range(d):
+            for i in range(j, d):
+                total = A[s, i, j]
+                for k in range(j):
+                    total -= L[i, k] * L[j, k]
+                if i == j:
+                    if not total > 0.0:  # NaN too
+                        ok[s] = False
+                        break
+                    L[j, j] = np.sqrt(total)
+                else:
+                    L[i, j] = total / L[j, j]
+            if not ok[s]:
+                break
+        if not ok[s]:
+            continue
+        for c in range(d):  # column c: L y = e_c, then L^T x = y
+            for i in range(d):
+                total = 1.0 if i == c else 0.0
+                for k in range(i):
+                    total -= L[i, k] * y[k]
+                y[i] = total / L[i, i]
+            for i in range(d - 1, -1, -1):
+                total = y[i]
+                for k in range(i + 1, d):
+                    total -= L[k, i] * out[s, k, c]
+                out[s, i, c] = total / L[i, i]
+        for i in range(d):
+            for j in range(i):
+                out[s, j, i] = out[s, i, j]
+    return out, ok
+
+
+@jit
 def _exp_into(x: np.ndarray, out: np.ndarray) -> None:
     for i in range(x.size):
         out[i] = np.exp(x[i])

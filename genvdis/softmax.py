@@ -26,7 +26,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from genvdis import hyperplanes, sampler
+from genvdis import hyperplanes, portable, sampler
 from genvdis.errors import UserError
 from genvdis.linear import BatchFit
 from genvdis.logistic import TINY_RIDGE, LogisticRegression
@@ -50,7 +50,7 @@ def design(Z: np.ndarray, idx: np.ndarray) -> np.ndarray:
 
 def full_scores(X: np.ndarray, V: np.ndarray) -> np.ndarray:
     """Every class's scores (S, m, K) for reference-coded weights V (S, K - 1, d)."""
-    scores = np.matmul(X, np.swapaxes(V, 1, 2))  # BLAS, not einsum's loops: ~10x as fast
+    scores = portable.products(X, np.ascontiguousarray(V))  # fixed-order sums, not BLAS
     return np.concatenate([np.zeros(scores.shape[:2] + (1,)), scores], axis=2)
 
 
@@ -60,9 +60,9 @@ def _loss(
     """The penalised negative log-likelihood (S,) and the class probabilities (S, m, K)."""
     scores = full_scores(X, V)
     top = scores.max(axis=2, keepdims=True)
-    shifted = np.exp(scores - top)
+    shifted = portable.exp(scores - top)
     total = shifted.sum(axis=2, keepdims=True)
-    log_norm = (top + np.log(total))[..., 0]
+    log_norm = (top + portable.log(total))[..., 0]
     own = np.take_along_axis(scores, y[:, :, None], axis=2)[..., 0]
     nll = (log_norm - own).sum(axis=1) + 0.5 * np.einsum("skd,skd,d->s", V, V, penalty)
     return nll, shifted / total
@@ -83,10 +83,11 @@ def _hessian(X: np.ndarray, P: np.ndarray, penalty: np.ndarray) -> np.ndarray:
     S, m, d = X.shape
     k = P.shape[2]
     B = (P[:, :, :, None] * X[:, :, None, :]).reshape(S, m, k * d)
-    H = -np.matmul(np.swapaxes(B, 1, 2), B)
-    XT = np.swapaxes(X, 1, 2)
+    H = -portable.gram(np.ascontiguousarray(np.swapaxes(B, 1, 2)))  # not BLAS: `portable`
+    XT = np.ascontiguousarray(np.swapaxes(X, 1, 2))
     for c in range(k):
-        H[:, c * d : (c + 1) * d, c * d : (c + 1) * d] += np.matmul(XT * P[:, None, :, c], X)
+        block = portable.products(XT * P[:, None, :, c], XT)
+        H[:, c * d : (c + 1) * d, c * d : (c + 1) * d] += block
     H[:, np.arange(k * d), np.arange(k * d)] += np.tile(penalty, k)
     return H
 
@@ -95,10 +96,10 @@ def _solve(H: np.ndarray, g: np.ndarray) -> np.ndarray:
     """H^-1 g for each problem; least squares (the pseudo-inverse's step) where H is
     numerically singular. Decided problem by problem, so a step never depends on which other
     problems share the batch."""
-    try:
-        return np.linalg.solve(H, g[..., None])[..., 0]
-    except np.linalg.LinAlgError:
-        return np.stack([_solve_one(h, b) for h, b in zip(H, g, strict=True)])
+    out = portable.solve(H, g[..., None])[..., 0]  # not LAPACK's: its bits depend on the CPU
+    for s in np.flatnonzero(~np.isfinite(out).all(axis=1) & np.isfinite(H).all(axis=(1, 2))):
+        out[s] = _solve_one(H[s], g[s])  # singular: LAPACK's least squares (only then)
+    return out
 
 
 def _solve_one(H: np.ndarray, g: np.ndarray) -> np.ndarray:
@@ -139,7 +140,9 @@ def newton_softmax(
     for _ in range(max_iter):
         Xa = X if active.size == S else X[active]  # read only: no copy while all are active
         ya, Va = y[active], V[active]
-        grad = np.matmul(np.swapaxes(target[active] - P[:, :, 1:], 1, 2), Xa) - penalty * Va
+        residual = np.ascontiguousarray(np.swapaxes(target[active] - P[:, :, 1:], 1, 2))
+        rows = np.ascontiguousarray(np.swapaxes(Xa, 1, 2))
+        grad = portable.products(residual, rows) - penalty * Va  # not BLAS: `portable`
         delta = solver(Xa, P[:, :, 1:], penalty, grad)
         decrement = np.einsum(
             "sp,sp->s", grad.reshape(active.size, -1), delta.reshape(active.size, -1)

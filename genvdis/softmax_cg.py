@@ -10,7 +10,8 @@ finished ones are packed out, so a problem's step never depends on the batch it 
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import lapack
+
+from genvdis import portable
 
 # CG's relative residual never asked below this: a step's error is then ~1e-6 of a step that
 # is already tiny (the fit's quadratic term dominates), and the last steps stop ~20% sooner
@@ -23,11 +24,11 @@ def _hessian_times(
     """H v (S, K - 1, d) without H: sum_i (p_ic u_ic - p_ic sum_k p_ik u_ik) x_i, u_i = V x_i,
     plus the ridge; O(m d K) per split instead of H's O(m d^2 K^2). Class-major: XT (S, d, m)
     a contiguous copy of X (S, m, d) and PT (S, K - 1, m), so both products are plain BLAS
-    products (V X^T, then W^T X), ~1.8 times as fast as with rows first (measured, m = 500;
-    a compiled pass for the weighting between them gained nothing there)."""
-    PU = PT * np.matmul(v, XT)  # (S, K - 1, m)
+    products (V X^T, then W^T X), rows against rows (`portable.products`: fixed-order sums,
+    not BLAS's, whose order is the CPU's: issue 30 §7)."""
+    PU = PT * portable.products(v, X)  # (S, K - 1, m)
     PU -= PT * PU.sum(axis=1, keepdims=True)
-    out = np.matmul(PU, X)
+    out = portable.products(PU, XT)
     out += penalty * v
     return out
 
@@ -39,26 +40,16 @@ def _preconditioner(X: np.ndarray, P: np.ndarray, penalty: np.ndarray) -> np.nda
     inverting cost more than the extra CG iterations save; a Kronecker factor for the classes'
     coupling, A (x) that block, saved no iterations.)"""
     Y = X * np.sqrt((P * (1 - P)).mean(axis=2, keepdims=True))
-    block = np.matmul(np.swapaxes(Y, 1, 2), Y)  # Y^T Y: one BLAS product per split
+    block = portable.gram(np.ascontiguousarray(np.swapaxes(Y, 1, 2)))  # Y^T Y
     d = X.shape[2]
     block[:, np.arange(d), np.arange(d)] += penalty
-    inverse = np.stack([_spd_inverse(b) for b in block])
-    row, col = np.triu_indices(d, 1)
-    inverse[:, row, col] = inverse[:, col, row]  # from the lower triangle, which LAPACK wrote
+    # by its Cholesky factor (`portable.spd_inverses`); the pseudo-inverse where it is not
+    # numerically definite (every w 0 in floating point, no ridge on the intercept: LAPACK's,
+    # whose bits depend on the CPU, but only in that degenerate case)
+    inverse, definite = portable.spd_inverses(block)
+    for s in np.flatnonzero(~definite):
+        inverse[s] = np.linalg.pinv(block[s], hermitian=True)
     return inverse
-
-
-def _spd_inverse(block: np.ndarray) -> np.ndarray:
-    """The lower triangle of the inverse of a symmetric positive semi-definite block, by its
-    Cholesky factor (LAPACK potrf, potri: ~2 times as fast as `np.linalg.inv`'s LU at
-    d = 65); the pseudo-inverse where it is not numerically definite (every w 0 in floating
-    point, no ridge on the intercept)."""
-    factor, info = lapack.dpotrf(block, lower=1)
-    if info == 0:
-        lower, info = lapack.dpotri(factor, lower=1, overwrite_c=1)
-    if info != 0:
-        return np.linalg.pinv(block, hermitian=True)
-    return lower
 
 
 def _class_scales(P: np.ndarray) -> np.ndarray:
@@ -104,7 +95,7 @@ class _Conjugate:
     def precondition(self, residual: np.ndarray) -> np.ndarray:
         """The preconditioner's inverse times residual (S, K - 1, d): the shared block's
         (symmetric: one product per split), class c's rows divided by its scale."""
-        return np.matmul(residual, self.inverse) * self.scale
+        return portable.products(residual, self.inverse) * self.scale  # inverse symmetric
 
     def iterate(self, penalty: np.ndarray, live: np.ndarray) -> np.ndarray:
         """One CG iteration of every packed problem (the finished ones' steps unchanged):
