@@ -149,14 +149,27 @@ def _next_hit(
 
 
 @streams.jit
+def _gram_row(B: np.ndarray, G: np.ndarray, have: np.ndarray, j: int) -> None:
+    """Row j of the Gram matrix G = B B^T, on the first bounce off wall j: G_ji = B_j . B_i
+    (`portable.dot`: a fixed order, the bits of `portable.gram`'s entries). A chain meets few
+    of the walls, so most rows are never needed (BLAS formed all of them; in an order of its
+    CPU's choosing)."""
+    if not have[j]:
+        for i in range(B.shape[0]):
+            G[j, i] = portable.dot(B[j], B[i])
+        have[j] = True
+
+
+@streams.jit
 def _trajectory(
-    B: np.ndarray, G: np.ndarray, w: np.ndarray, p: np.ndarray, c: np.ndarray, v: np.ndarray,
-    key: np.ndarray, rc: float, rs: float, max_bounces: int,
+    B: np.ndarray, G: np.ndarray, have: np.ndarray, w: np.ndarray, p: np.ndarray, c: np.ndarray,
+    v: np.ndarray, key: np.ndarray, rc: float, rs: float, max_bounces: int,
 ) -> tuple[float, float]:  # fmt: skip
     """One exact HMC trajectory for N(0, I) truncated to {B w > 0}: moves w and p in place for
     the time whose cosine and sine are (rc, rs), or until `max_bounces` walls; returns the
     cosine and sine of the time left (1, 0 if none). On entry c = B w and v = B p (the wall
-    values); they are left stale.
+    values); they are left stale. G's rows are formed as walls are first hit (`_gram_row`;
+    have[j]: row j is there).
 
     Under the Gaussian's Hamiltonian a particle moves on w cos t + p sin t, so the time it
     meets each wall has a closed form; at the first wall the momentum is reflected
@@ -177,6 +190,7 @@ def _trajectory(
         if not hit:
             return 1.0, 0.0
         rc, rs = rc * cos + rs * sin, rs * cos - rc * sin
+        _gram_row(B, G, have, j)
         scale = 2.0 * (v[j] * cos - c[j] * sin) / G[j, j]
         for k in range(r):
             p[k] -= scale * B[j, k]
@@ -198,8 +212,8 @@ def _copy(out: np.ndarray, values: np.ndarray) -> None:
 
 @streams.jit
 def _chains(
-    B: np.ndarray, Bt: np.ndarray, G: np.ndarray, w0: np.ndarray, keys: np.ndarray,
-    iterations: int, warmup_bounces: int, d: int,
+    B: np.ndarray, Bt: np.ndarray, w0: np.ndarray, keys: np.ndarray, iterations: int,
+    warmup_bounces: int, d: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
     """Each problem's chain from w0[s], with its own stream: the final w (S, r), then d
     normals (S, d) and a uniform (S,) for the parts of the draw outside the row space.
@@ -213,8 +227,11 @@ def _chains(
     w, proposal, p = np.empty(r), np.empty(r), np.empty(r)
     here, ahead = np.empty(m), np.empty(m)
     c, v, key = np.empty(m), np.empty(m), np.empty(m)
+    G, have = np.empty((m, m)), np.zeros(m, dtype=np.bool_)  # B_s B_s^T, row by row
     for s in range(S):
         state[0] = keys[s]
+        for i in range(m):
+            have[i] = False
         _copy(w, w0[s])
         _values(Bt[s], w, here)
         rc, rs = 0.0, 1.0  # the warm-up's time, pi/2, as (cosine, sine)
@@ -225,7 +242,7 @@ def _chains(
                 p[k] = streams.next_normal(state)
             _copy(c, here)
             _values(Bt[s], p, v)
-            left_c, left_s = _trajectory(B[s], G[s], proposal, p, c, v, key, rc, rs, budget)
+            left_c, left_s = _trajectory(B[s], G, have, proposal, p, c, v, key, rc, rs, budget)
             if iteration == 0:  # the time travelled, pi/2 less the time left, from now on
                 travelled = np.pi / 2 - np.arctan2(left_s, left_c)
                 if travelled > 0:
@@ -283,10 +300,9 @@ def sample_version_space(
         B = portable.products(A, Qt)  # A Q
         w = portable.matvecs(Qt, z0)  # Q^T z0
     r = B.shape[2]
-    G = portable.gram(B)
     Bt = np.ascontiguousarray(np.swapaxes(B, 1, 2))
     w *= np.sqrt(r) / portable.norms(w)[:, None]  # the typical radius
-    w, v, u = _chains(B, Bt, G, w, keys, int(iterations), int(warmup_bounces), d)
+    w, v, u = _chains(B, Bt, w, keys, int(iterations), int(warmup_bounces), d)
     if m >= d:
         z = w
     else:  # the part outside the row space: d normals projected off it, drawn exactly

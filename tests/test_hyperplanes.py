@@ -17,7 +17,7 @@ import scipy.optimize
 import scipy.stats
 from scipy.optimize import linprog
 
-from genvdis import datasource, engine, hyperplanes, lp, sampler, scoring, splits, streams
+from genvdis import datasource, engine, hyperplanes, lp, portable, sampler, scoring, splits, streams
 from genvdis.config import load_config
 from genvdis.models import LogisticRegression, NaiveBayes, build_model
 from genvdis.preprocessing import FeatureLayout, prepare
@@ -493,11 +493,11 @@ def test_the_chains_are_the_plain_algorithms_bit_for_bit(problem):
     z0 = hyperplanes.max_margin(A)[1]
     Q, _ = np.linalg.qr(A.T)
     B = np.ascontiguousarray(A @ Q)
-    G = B @ B.T
+    G = portable.gram(B[None])[0]  # the bits of the chains' rows of B B^T, formed as walls are hit
     w0 = Q.T @ z0 * np.sqrt(B.shape[1]) / np.linalg.norm(Q.T @ z0)
     keys = stream_keys(3, len(A), range(6), 1)
     W, _, _ = sampler._chains(
-        B[None].repeat(6, 0), np.ascontiguousarray(B.T)[None].repeat(6, 0), G[None].repeat(6, 0),
+        B[None].repeat(6, 0), np.ascontiguousarray(B.T)[None].repeat(6, 0),
         w0[None].repeat(6, 0), keys, 8, sampler.WARMUP_BOUNCES, A.shape[1],
     )  # fmt: skip
     for s, key in enumerate(keys):
