@@ -122,6 +122,48 @@ def products(A: np.ndarray, B: np.ndarray) -> np.ndarray:
 
 
 @jit
+def _rows_times(A: np.ndarray, B: np.ndarray, out: np.ndarray) -> None:
+    """out = A @ B (A (p, n), B (n, q)): each entry sum_k a_ik b_kj over k in order, by
+    rank-one updates of out's rows (vectorised across j, every b_kj loaded once for four
+    rows)."""
+    p, n = A.shape
+    q = B.shape[1]
+    for i in range(p):
+        for j in range(q):
+            out[i, j] = 0.0
+    i = 0
+    while i + 4 <= p:
+        r0, r1, r2, r3 = out[i], out[i + 1], out[i + 2], out[i + 3]
+        for k in range(n):
+            a0, a1, a2, a3 = A[i, k], A[i + 1, k], A[i + 2, k], A[i + 3, k]
+            b = B[k]
+            for j in range(q):
+                bj = b[j]
+                r0[j] += a0 * bj
+                r1[j] += a1 * bj
+                r2[j] += a2 * bj
+                r3[j] += a3 * bj
+        i += 4
+    while i < p:
+        row = out[i]
+        for k in range(n):
+            a, b = A[i, k], B[k]
+            for j in range(q):
+                row[j] += a * b[j]
+        i += 1
+
+
+@jit
+def matmuls(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """A_s @ B_s for each s (A (S, p, n), B (S, n, q)): (S, p, q), each entry summed over n
+    in order (`_rows_times`; for a wide q: ~2x BLAS's time, where `products` is 3-6x)."""
+    out = np.empty((A.shape[0], A.shape[1], B.shape[2]))
+    for s in range(A.shape[0]):
+        _rows_times(A[s], B[s], out[s])
+    return out
+
+
+@jit
 def gram(B: np.ndarray) -> np.ndarray:
     """B_s B_s^T (S, m, m) for each s (B (S, m, r)), exactly symmetric (`cross_into`)."""
     out = np.empty((B.shape[0], B.shape[1], B.shape[1]))
@@ -348,22 +390,10 @@ def power(x: np.ndarray, y: float) -> np.ndarray:
     return _each(_power_into, x, float(y))
 
 
-@jit
-def _matmul_into(A: np.ndarray, B: np.ndarray, out: np.ndarray) -> None:
-    for i in range(A.shape[0]):
-        row = out[i]
-        for j in range(row.size):
-            row[j] = 0.0
-        for k in range(A.shape[1]):
-            a, b = A[i, k], B[k]
-            for j in range(row.size):  # across the columns: vectorised, each sum in k order
-                row[j] += a * b[j]
-
-
 def matmul(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     """A @ B for 2-d A (n, p) and B (p, q): each entry summed over p in order."""
     A = np.ascontiguousarray(A, dtype=float)
     B = np.ascontiguousarray(B, dtype=float)
     out = np.empty((A.shape[0], B.shape[1]))
-    _matmul_into(A, B, out)
+    _rows_times(A, B, out)
     return out

@@ -83,10 +83,10 @@ def _hessian(X: np.ndarray, P: np.ndarray, penalty: np.ndarray) -> np.ndarray:
     S, m, d = X.shape
     k = P.shape[2]
     B = (P[:, :, :, None] * X[:, :, None, :]).reshape(S, m, k * d)
-    H = -portable.gram(np.ascontiguousarray(np.swapaxes(B, 1, 2)))  # not BLAS: `portable`
-    XT = np.ascontiguousarray(np.swapaxes(X, 1, 2))
+    H = -portable.matmuls(np.ascontiguousarray(np.swapaxes(B, 1, 2)), B)  # not BLAS
+    XT = np.swapaxes(X, 1, 2)
     for c in range(k):
-        block = portable.products(XT * P[:, None, :, c], XT)
+        block = portable.matmuls(XT * P[:, None, :, c], X)
         H[:, c * d : (c + 1) * d, c * d : (c + 1) * d] += block
     H[:, np.arange(k * d), np.arange(k * d)] += np.tile(penalty, k)
     return H
@@ -141,8 +141,7 @@ def newton_softmax(
         Xa = X if active.size == S else X[active]  # read only: no copy while all are active
         ya, Va = y[active], V[active]
         residual = np.ascontiguousarray(np.swapaxes(target[active] - P[:, :, 1:], 1, 2))
-        rows = np.ascontiguousarray(np.swapaxes(Xa, 1, 2))
-        grad = portable.products(residual, rows) - penalty * Va  # not BLAS: `portable`
+        grad = portable.matmuls(residual, Xa) - penalty * Va  # not BLAS: `portable`
         delta = solver(Xa, P[:, :, 1:], penalty, grad)
         decrement = np.einsum(
             "sp,sp->s", grad.reshape(active.size, -1), delta.reshape(active.size, -1)

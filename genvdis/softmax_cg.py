@@ -24,11 +24,11 @@ def _hessian_times(
     """H v (S, K - 1, d) without H: sum_i (p_ic u_ic - p_ic sum_k p_ik u_ik) x_i, u_i = V x_i,
     plus the ridge; O(m d K) per split instead of H's O(m d^2 K^2). Class-major: XT (S, d, m)
     a contiguous copy of X (S, m, d) and PT (S, K - 1, m), so both products are plain BLAS
-    products (V X^T, then W^T X), rows against rows (`portable.products`: fixed-order sums,
-    not BLAS's, whose order is the CPU's: issue 30 §7)."""
-    PU = PT * portable.products(v, X)  # (S, K - 1, m)
+    products (V X^T, then W^T X), `portable.matmuls` (fixed-order sums, not BLAS's, whose
+    order is the CPU's: issue 30 §7)."""
+    PU = PT * portable.matmuls(v, XT)  # (S, K - 1, m)
     PU -= PT * PU.sum(axis=1, keepdims=True)
-    out = portable.products(PU, XT)
+    out = portable.matmuls(PU, X)
     out += penalty * v
     return out
 
@@ -40,7 +40,7 @@ def _preconditioner(X: np.ndarray, P: np.ndarray, penalty: np.ndarray) -> np.nda
     inverting cost more than the extra CG iterations save; a Kronecker factor for the classes'
     coupling, A (x) that block, saved no iterations.)"""
     Y = X * np.sqrt((P * (1 - P)).mean(axis=2, keepdims=True))
-    block = portable.gram(np.ascontiguousarray(np.swapaxes(Y, 1, 2)))  # Y^T Y
+    block = portable.matmuls(np.ascontiguousarray(np.swapaxes(Y, 1, 2)), Y)  # Y^T Y
     d = X.shape[2]
     block[:, np.arange(d), np.arange(d)] += penalty
     # by its Cholesky factor (`portable.spd_inverses`); the pseudo-inverse where it is not
@@ -95,7 +95,7 @@ class _Conjugate:
     def precondition(self, residual: np.ndarray) -> np.ndarray:
         """The preconditioner's inverse times residual (S, K - 1, d): the shared block's
         (symmetric: one product per split), class c's rows divided by its scale."""
-        return portable.products(residual, self.inverse) * self.scale  # inverse symmetric
+        return portable.matmuls(residual, self.inverse) * self.scale
 
     def iterate(self, penalty: np.ndarray, live: np.ndarray) -> np.ndarray:
         """One CG iteration of every packed problem (the finished ones' steps unchanged):
