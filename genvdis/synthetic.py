@@ -57,6 +57,8 @@ def n_informative(spec: SyntheticDataset) -> int:
 
 def parameters(spec: SyntheticDataset) -> SyntheticParameters:
     """The distribution a spec names: a pure function of the spec (its seed included)."""
+    from genvdis import portable  # numba: loaded only where data are made
+
     n, k = spec.n_features, n_informative(spec)
     rng = np.random.default_rng([spec.seed, n, 0])
     informative = np.zeros(n, dtype=bool)
@@ -69,7 +71,7 @@ def parameters(spec: SyntheticDataset) -> SyntheticParameters:
         p[1, informative] = 0.5 + shift
         return SyntheticParameters("binary", informative, p=p)
     base = rng.standard_normal(n)
-    sigma = np.exp(rng.uniform(-0.5, 0.5, size=n))
+    sigma = portable.exp(rng.uniform(-0.5, 0.5, size=n))  # numpy's exp: other bits on AVX-512
     shift = np.where(informative, sign * spec.effect * sigma / 2, 0.0)
     mu = np.stack([base - shift, base + shift])
     return SyntheticParameters("gaussian", informative, mu=mu, sigma=sigma)
@@ -181,6 +183,8 @@ def bayes_error_binary(
     min(P(t, y=0), P(t, y=1)), is an exact sum over the prod_g (k_g + 1) joint counts: 'exact'.
     Beyond `max_outcomes` joint counts it is estimated from `draws` draws: 'monte carlo'.
     """
+    from genvdis import portable  # numba: loaded only where data are made
+
     groups = _grouped(np.asarray(p0, float), np.asarray(p1, float))
     if not groups:
         return 0.5, "exact"
@@ -192,15 +196,15 @@ def bayes_error_binary(
             t = np.arange(c + 1)
             log0 = (log0[:, None] + binom_logpmf(t, c, a)[None, :]).ravel()
             log1 = (log1[:, None] + binom_logpmf(t, c, b)[None, :]).ravel()
-        return float(0.5 * np.exp(np.minimum(log0, log1)).sum()), "exact"
+        return float(0.5 * portable.exp(np.minimum(log0, log1)).sum()), "exact"
     rng = np.random.default_rng(seed)
-    weights = np.array([np.log(b / a) - np.log((1 - b) / (1 - a)) for a, b, _ in groups])
-    offset = sum(c * np.log((1 - b) / (1 - a)) for a, b, c in groups)
+    weights = np.array([math.log(b / a) - math.log((1 - b) / (1 - a)) for a, b, _ in groups])
+    offset = sum(c * math.log((1 - b) / (1 - a)) for a, b, c in groups)
     wrong = 0.0
     for y, chunk in product((0, 1), range(0, draws // 2, 100_000)):
         size = min(100_000, draws // 2 - chunk)
         counts = np.column_stack([rng.binomial(c, b if y else a, size) for a, b, c in groups])
-        log_odds = counts @ weights + offset
+        log_odds = portable.matmul(counts, weights[:, None])[:, 0] + offset  # not BLAS
         wrong += float((log_odds < 0).sum() if y else (log_odds > 0).sum())
         wrong += float((log_odds == 0).sum()) / 2  # a tie is wrong half the time, whatever we say
     return wrong / (2 * (draws // 2)), "monte carlo"
@@ -217,10 +221,13 @@ def asymptotic_error(spec: SyntheticDataset) -> tuple[float, str]:
 
 def bayes_log_odds(params: SyntheticParameters, X: np.ndarray) -> np.ndarray:
     """log P(y=1 | x) / P(y=0 | x) of the true distribution (for checks and Monte Carlo)."""
+    from genvdis import portable  # numba: loaded only where data are made
+
     if params.kind == "binary":
         p0, p1 = params.p
-        w = np.log(p1 / p0) - np.log((1 - p1) / (1 - p0))
-        return X @ w + np.log((1 - p1) / (1 - p0)).sum()
+        w = portable.log(p1 / p0) - portable.log((1 - p1) / (1 - p0))
+        return portable.matmul(X, w[:, None])[:, 0] + portable.log((1 - p1) / (1 - p0)).sum()
     mu0, mu1 = params.mu
     var = params.sigma**2
-    return X @ ((mu1 - mu0) / var) - ((mu1**2 - mu0**2) / (2 * var)).sum()
+    w = (mu1 - mu0) / var
+    return portable.matmul(X, w[:, None])[:, 0] - ((mu1**2 - mu0**2) / (2 * var)).sum()
