@@ -122,10 +122,12 @@ def products(A: np.ndarray, B: np.ndarray) -> np.ndarray:
 
 
 @jit
-def _rows_times(A: np.ndarray, B: np.ndarray, out: np.ndarray) -> None:
+def rows_times(A: np.ndarray, B: np.ndarray, out: np.ndarray, symmetric: bool) -> None:
     """out = A @ B (A (p, n), B (n, q)): each entry sum_k a_ik b_kj over k in order, by
     rank-one updates of out's rows (vectorised across j, every b_kj loaded once for four
-    rows)."""
+    rows). With `symmetric` (A @ B known symmetric, as X^T W X is), each block of four rows
+    only from its first row's diagonal on, then the upper triangle mirrored: exactly
+    symmetric, in about half the time."""
     p, n = A.shape
     q = B.shape[1]
     for i in range(p):
@@ -133,11 +135,12 @@ def _rows_times(A: np.ndarray, B: np.ndarray, out: np.ndarray) -> None:
             out[i, j] = 0.0
     i = 0
     while i + 4 <= p:
-        r0, r1, r2, r3 = out[i], out[i + 1], out[i + 2], out[i + 3]
+        first = i if symmetric else 0
+        r0, r1, r2, r3 = out[i, first:], out[i + 1, first:], out[i + 2, first:], out[i + 3, first:]
         for k in range(n):
             a0, a1, a2, a3 = A[i, k], A[i + 1, k], A[i + 2, k], A[i + 3, k]
-            b = B[k]
-            for j in range(q):
+            b = B[k, first:]
+            for j in range(b.size):
                 bj = b[j]
                 r0[j] += a0 * bj
                 r1[j] += a1 * bj
@@ -145,21 +148,26 @@ def _rows_times(A: np.ndarray, B: np.ndarray, out: np.ndarray) -> None:
                 r3[j] += a3 * bj
         i += 4
     while i < p:
-        row = out[i]
+        first = i if symmetric else 0
+        row = out[i, first:]
         for k in range(n):
-            a, b = A[i, k], B[k]
-            for j in range(q):
+            a, b = A[i, k], B[k, first:]
+            for j in range(b.size):
                 row[j] += a * b[j]
         i += 1
+    if symmetric:
+        for i in range(p):
+            for j in range(i):
+                out[i, j] = out[j, i]
 
 
 @jit
 def matmuls(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     """A_s @ B_s for each s (A (S, p, n), B (S, n, q)): (S, p, q), each entry summed over n
-    in order (`_rows_times`; for a wide q: ~2x BLAS's time, where `products` is 3-6x)."""
+    in order (`rows_times`; for a wide q: ~2x BLAS's time, where `products` is 3-6x)."""
     out = np.empty((A.shape[0], A.shape[1], B.shape[2]))
     for s in range(A.shape[0]):
-        _rows_times(A[s], B[s], out[s])
+        rows_times(A[s], B[s], out[s], False)
     return out
 
 
@@ -395,5 +403,5 @@ def matmul(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     A = np.ascontiguousarray(A, dtype=float)
     B = np.ascontiguousarray(B, dtype=float)
     out = np.empty((A.shape[0], B.shape[1]))
-    _rows_times(A, B, out)
+    rows_times(A, B, out, False)
     return out
