@@ -480,7 +480,7 @@ def sweep(
     _path_arg("out", out, "the results folder")
     mirror = _mirror_arg(mirror)
     sources = _sources("configs", configs)
-    given = sweeps.given_variants(vary, variants)
+    given = sweeps.given_variants(vary, variants, options["force"])
     named = []  # (where, config, path) of each source
     for source in sources:
         if not isinstance(source, ExperimentConfig):
@@ -491,6 +491,7 @@ def sweep(
         named.append((str(config.name if path is None else source), config, path))
     check_distinct_names([(where, config) for where, config, _ in named])
     plans = [
-        sweeps.plan_config(config, where, path, given, mirror) for where, config, path in named
+        sweeps.plan_config(config, where, path, given, mirror, options["force"])
+        for where, config, path in named
     ]
     return sweeps.run_sweeps(plans, Path(out), mirror=mirror, **options)
