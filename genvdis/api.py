@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import operator
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +22,7 @@ __all__ = [
 ]  # fmt: skip
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator, Sequence
+    from collections.abc import Callable, Iterable, Sequence
 
     import pandas as pd
 
@@ -99,8 +100,9 @@ def _strings(name: str, value: Any, what: str, *, single: bool) -> list[str]:
 
 
 def _sources(name: str, value: Any) -> list[Any]:
-    """One config or a list (tuple) of them, at least one; each checked by its user."""
-    sources = list(value) if isinstance(value, list | tuple) else [value]
+    """One config or a list (tuple, iterator) of them, at least one; each checked by its
+    user."""
+    sources = list(value) if isinstance(value, list | tuple | Iterator) else [value]
     if not sources:
         raise UserError(f"{name}: the list is empty; give at least one config")
     return sources
@@ -441,7 +443,7 @@ def sweep(
 
     Parameters
     ----------
-    configs : ExperimentConfig, str or Path, or a list of them
+    configs : ExperimentConfig, str or Path, or a list (or tuple) of them, not empty
         As `run` takes one.
     vary : list of str, optional
         ``"KEY=V1,V2"`` items, as ``--vary`` takes them: their cross product. A lone str is
