@@ -400,7 +400,8 @@ def validate(
 @app.command("configs")
 @_guarded
 def list_configs() -> None:
-    """The built-in configs: the 15 Figure 1 panels and the theory experiments."""
+    """The built-in configs: the 15 Figure 1 panels, the worked examples and the theory
+    experiments."""
     from rich.console import Console
     from rich.table import Column, Table
 
@@ -413,7 +414,9 @@ def list_configs() -> None:
         panel = str(config.panel) if config.panel else "-"
         table.add_row(config.name, config.kind, panel, config.dataset, config.title)
     Console().print(table)
-    typer.echo(f"`genvdis run NAME` (panels), `genvdis theory NAME`; files: {builtin.folder()}")
+    typer.echo(
+        f"`genvdis run NAME` (panels, examples), `genvdis theory NAME`; files: {builtin.folder()}"
+    )
 
 
 @app.command()
