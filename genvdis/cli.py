@@ -216,6 +216,7 @@ def run(
     api.check_distinct_names(named)  # before anything runs
     api.check_distinct_panels(named)
     for path, config in zip(configs, loaded, strict=True):
+        before = _manifest_stamp(out / config.name)
         try:
             done = api.run(
                 config, out=out, mirror=mirror, progress=progress, force=force, wait=wait,
@@ -225,7 +226,20 @@ def run(
             if str(error).startswith("--"):
                 raise
             raise UserError(f"{path}: {error}") from None
-        log.info("%s: wrote %s", config.name, done.path)
+        if before is None or _manifest_stamp(done.path) != before:  # else: said "up to date"
+            log.info("%s: wrote %s", config.name, done.path)
+
+
+def _manifest_stamp(run_dir: Path) -> tuple[int, int] | None:
+    """The run folder's manifest file (inode, mtime): a run that wrote anything committed a
+    new one (written, then renamed into place); one found up to date left it as it was."""
+    from genvdis.results import MANIFEST
+
+    try:
+        found = (run_dir / MANIFEST).stat()
+    except OSError:
+        return None
+    return found.st_ino, found.st_mtime_ns
 
 
 @app.command()
