@@ -133,7 +133,7 @@ def load_config(source: str | Path) -> ExperimentConfig:
     ----------
     source : str or Path
         A config file's path; or, when no such file exists, the name of a built-in config
-        (`genvdis configs` lists them: the 15 Figure 1 panels).
+        (`genvdis configs` lists them: the 15 Figure 1 panels and the worked examples).
 
     Returns
     -------

@@ -216,6 +216,7 @@ def run(
     api.check_distinct_names(named)  # before anything runs
     api.check_distinct_panels(named)
     for path, config in zip(configs, loaded, strict=True):
+        before = _manifest_stamp(out / config.name)
         try:
             done = api.run(
                 config, out=out, mirror=mirror, progress=progress, force=force, wait=wait,
@@ -225,7 +226,20 @@ def run(
             if str(error).startswith("--"):
                 raise
             raise UserError(f"{path}: {error}") from None
-        log.info("%s: wrote %s", config.name, done.path)
+        if before is None or _manifest_stamp(done.path) != before:  # else: said "up to date"
+            log.info("%s: wrote %s", config.name, done.path)
+
+
+def _manifest_stamp(run_dir: Path) -> tuple[int, int] | None:
+    """The run folder's manifest file (inode, mtime): a run that wrote anything committed a
+    new one (written, then renamed into place); one found up to date left it as it was."""
+    from genvdis.results import MANIFEST
+
+    try:
+        found = (run_dir / MANIFEST).stat()
+    except OSError:
+        return None
+    return found.st_ino, found.st_mtime_ns
 
 
 @app.command()
@@ -400,7 +414,8 @@ def validate(
 @app.command("configs")
 @_guarded
 def list_configs() -> None:
-    """The built-in configs: the 15 Figure 1 panels and the theory experiments."""
+    """The built-in configs: the 15 Figure 1 panels, the worked examples and the theory
+    experiments."""
     from rich.console import Console
     from rich.table import Column, Table
 
@@ -413,7 +428,9 @@ def list_configs() -> None:
         panel = str(config.panel) if config.panel else "-"
         table.add_row(config.name, config.kind, panel, config.dataset, config.title)
     Console().print(table)
-    typer.echo(f"`genvdis run NAME` (panels), `genvdis theory NAME`; files: {builtin.folder()}")
+    typer.echo(
+        f"`genvdis run NAME` (panels, examples), `genvdis theory NAME`; files: {builtin.folder()}"
+    )
 
 
 @app.command()

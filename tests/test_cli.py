@@ -411,6 +411,20 @@ def test_the_same_config_twice_in_one_command_is_one_run(work, tiny):
     assert "toy: up to date" in result.stderr
 
 
+def test_a_run_found_up_to_date_says_only_that(work, tiny):
+    """Not "up to date", then "wrote": nothing was written (issue 30)."""
+    config = write(work, tiny)
+    first = invoke("run", config, "--out", str(work / "out"))
+    assert first.exit_code == 0, first.output
+    assert "toy: wrote" in first.stderr and "up to date" not in first.stderr
+    again = invoke("run", config, "--out", str(work / "out"))
+    assert again.exit_code == 0, again.output
+    assert "toy: up to date" in again.stderr and "wrote" not in again.stderr
+    (work / "out" / "toy" / "summary.csv").unlink()  # rebuilt from errors.csv: written again
+    rebuilt = invoke("run", config, "--out", str(work / "out"))
+    assert "rebuilt" in rebuilt.stderr and "toy: wrote" in rebuilt.stderr
+
+
 def test_two_theory_configs_of_one_name_are_refused(tmp_path):
     theory = (Path(__file__).parents[1] / "configs" / "theory-binary.yaml").read_text()
     first, second = tmp_path / "t1.yaml", tmp_path / "t2.yaml"
