@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import lzma
+import stat
 import tarfile
 import zipfile
 from pathlib import Path
@@ -113,20 +114,36 @@ def _read_table(path: Path, sep: str, spec: FileDataset, label: str) -> pd.DataF
     return cells.mask(cells.isin(spec.missing_values))
 
 
+def table_path(spec: FileDataset, base_dir: Path = Path(".")) -> Path:
+    """The local file `dataset.path` names, read from `base_dir` (the config's folder) when
+    relative: there, and a regular file. `validate` checks it so too. Only its status is
+    read: a named pipe is never opened (a read would wait for a writer)."""
+    path = Path(spec.path)
+    path = path if path.is_absolute() else base_dir / path
+    try:
+        mode = path.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        raise UserError(
+            f"dataset.path: {spec.path} not found (looked for {path}; a relative path is read "
+            "from the config's folder)"
+        ) from None
+    except OSError as error:  # a folder on its way that cannot be searched, a loop of links
+        raise UserError(f"dataset.path: {spec.path}: {error.strerror or error}") from None
+    if stat.S_ISDIR(mode):
+        raise UserError(f"dataset.path: {spec.path} is a folder; give the table's file")
+    if not stat.S_ISREG(mode):
+        what = "a named pipe (FIFO)" if stat.S_ISFIFO(mode) else "a device or socket"
+        raise UserError(
+            f"dataset.path: {spec.path} is not a regular file but {what}; give the table's file"
+        )
+    return path
+
+
 def read_file_table(spec: FileDataset, *, base_dir: Path = Path(".")) -> tuple[pd.DataFrame, Path]:
     """A user's own CSV/TSV (local, or a URL pinned by sha256) as stripped text cells, and
     the file read: its target column and at least one other are there, `kinds` names only
     its columns. (`genvdis init` reads a table so, then infers its own kinds.)"""
-    if spec.url is not None:
-        path = fetch_url(spec.url, spec.sha256)
-    else:
-        path = Path(spec.path)
-        if not path.is_absolute():
-            path = base_dir / path
-        if path.is_dir():
-            raise UserError(f"dataset.path: {spec.path} is a folder; give the table's file")
-        if not path.is_file():
-            raise UserError(f"dataset file not found: {spec.path}")
+    path = fetch_url(spec.url, spec.sha256) if spec.url is not None else table_path(spec, base_dir)
     sep = spec.sep or ("\t" if path.suffix.lower() in {".tsv", ".tab"} else ",")
     label = spec.path or spec.url
     frame = _read_table(path, sep, spec, label)

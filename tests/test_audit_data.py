@@ -4,6 +4,7 @@ file written here."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -204,6 +205,21 @@ def test_a_folder_is_not_called_missing(tmp_path):
     parsed = parse_config(yaml.safe_load(config()), "config.yaml")
     with pytest.raises(UserError, match=r"dataset.path: data.csv is a folder; give the table's"):
         prepare(load_data(parsed, tmp_path), parsed)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+def test_a_named_pipe_as_the_data_path_is_the_same_error_to_validate_and_run(tmp_path):
+    """A FIFO was 'not found' to `run` but ok to `validate`; now both say, in the same words,
+    that it is not a regular file, and neither opens it (which would wait for a writer)."""
+    os.mkfifo(tmp_path / "data.csv")
+    (tmp_path / "c.yaml").write_text(config())
+    lines = []
+    for args in (["validate", "c.yaml"], ["run", "c.yaml", "--out", "out", "-q"]):
+        result = CliRunner().invoke(app, [args[0], str(tmp_path / args[1]), *args[2:]])
+        assert result.exit_code == 2, result.output
+        lines.append(result.output.strip().splitlines()[-1].split("dataset.path: ", 1)[-1])
+    assert lines[0] == lines[1], lines
+    assert "data.csv" in lines[0] and "not a regular file" in lines[0], lines[0]
 
 
 # --- a column of numbers with a few text cells --------------------------------------------------

@@ -317,6 +317,9 @@ ROWS = [
     Row("yaml-merge-key-overridden", {},
         config(replace={"{positive: [x]}": "{<<: {positive: [z]}, positive: [x]}"}),
         RUN_ARGS, 0, []),  # fmt: skip
+    # issue 30 §6: a dataset.path that is not a regular file
+    Row("data-path-is-a-device", {}, config(replace={"path: data.csv": "path: /dev/null"}),
+        RUN_ARGS, 2, ["dataset.path", "/dev/null", "not a regular file"], validate=True),
 ]  # fmt: skip
 
 
