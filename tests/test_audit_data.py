@@ -33,6 +33,36 @@ def config(target: str = '{positive: ["yes"]}', *extra: str) -> str:
     ) + "\n"  # fmt: skip
 
 
+# --- numbers and labels read as what they are (issue 30 §4) ------------------------------------
+
+SPELT = "a,label\n" + "".join(
+    f"{i * 0.37:.2f},{('1' if i % 4 == 0 else '1.0') if i % 2 == 0 else '0'}\n" for i in range(80)
+)  # 40 positives, half written 1 and half 1.0
+
+
+@pytest.mark.parametrize(
+    ("target", "counts", "names"),
+    [
+        ('{positive: ["1"]}', (40, 40), []),
+        ('{positive: ["1.0"]}', (40, 40), []),
+        ('{positive: ["01"], negative: ["0.0"]}', (40, 40), []),
+        ("{classes: all}", (40, 40), ["0", "1+1.0"]),
+        ('{classes: [["0"], ["1"]]}', (40, 40), ["0", "1"]),
+        ('{threshold: {op: ">", value: 0.5}}', (40, 40), []),
+    ],
+)
+def test_one_number_spelt_two_ways_is_one_class(tmp_path, target, counts, names):
+    """'1' and '1.0' in one label column were two labels: `positive: ["1"]` made the 20 rows
+    spelt '1.0' negatives (class counts 20/60), with exit 0; `classes: all` made 3 classes."""
+    data = prepared(tmp_path, SPELT, config(target))
+    assert data.class_counts == counts and data.class_names == names
+
+
+def test_a_label_spelt_as_no_row_spells_it_is_still_one_no_row_has(tmp_path):
+    with pytest.raises(UserError, match=r"target.positive: label '2' does not occur"):
+        prepared(tmp_path, SPELT, config('{positive: ["2.0", "2"]}'))
+
+
 # --- missing-value tokens with spaces around them --------------------------------------------
 
 
