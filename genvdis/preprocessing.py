@@ -36,12 +36,19 @@ _DOT_DECIMAL = re.compile(r"[+-]?\d*\.(?!\d{3}$)\d*")  # 3.5, not 1.500 (a group
 @dataclass(frozen=True)
 class Numbers:
     """A column's cells read as numbers (`read_numbers`): `values` NaN where a cell is
-    missing or text; `problem`, when set, why its numbers cannot be read (its cells written
-    with commas are then left NaN); `grouped`, whether some cells group thousands."""
+    missing or text; `unread`, when set, which numbers cannot be read for sure, and `fix`, what
+    to do (cells written with commas are then left NaN); `grouped`, whether some cells group
+    thousands."""
 
     values: pd.Series
-    problem: str | None = None
+    unread: str | None = None
+    fix: str = ""
     grouped: bool = False
+
+    @property
+    def problem(self) -> str | None:
+        """Why the column's numbers are refused, after its name ("column 'x' holds ...")."""
+        return f"holds {self.unread}; {self.fix}" if self.unread else None
 
 
 def read_numbers(cells: pd.Series) -> Numbers:
@@ -49,7 +56,8 @@ def read_numbers(cells: pd.Series) -> Numbers:
     thousands separators ('12,345.6') is read without them when the column settles that ','
     groups thousands: some cell has a decimal point ('12,345.6', '3.5') or two groups
     ('1,234,567'). A decimal comma ('1,5'), or only cells like '1,500' (1500, or 1.5 where ','
-    is the decimal mark), is a `problem`: refused where the numbers are used, never guessed."""
+    is the decimal mark), cannot be read for sure (`unread`): refused where the numbers are
+    used, never guessed."""
     values = pd.to_numeric(cells, errors="coerce").astype(float)
     failed = cells.notna() & values.isna()
     if not failed.any():
@@ -60,21 +68,23 @@ def read_numbers(cells: pd.Series) -> Numbers:
         return Numbers(values)
     if (comma & ~grouped).any():
         row, cell = _first(text[comma & ~grouped])
-        return Numbers(values, (
-            f"holds numbers written with a decimal comma ('{cell}' in data row {row}); genvdis "
-            "reads '.' as the decimal mark and ',' only between groups of thousands: write "
-            "the numbers with '.'"
-        ))  # fmt: skip
+        return Numbers(
+            values,
+            f"numbers written with a decimal comma ('{cell}' in data row {row})",
+            "genvdis reads '.' as the decimal mark and ',' only between groups of thousands: "
+            "write the numbers with '.'",
+        )
     settled = text[grouped].str.contains(r"\.|,\d{3},", regex=True).any() or (
         cells[~failed].dropna().astype(str).str.fullmatch(_DOT_DECIMAL).any()
     )
     if not settled:
         row, cell = _first(text[grouped])
-        return Numbers(values, (
-            f"holds numbers whose ',' may group thousands or mark decimals ('{cell}' in data "
-            f"row {row}: {cell.replace(',', '')} or {cell.replace(',', '.')}?), and no cell "
-            "settles which: write the numbers without thousands separators"
-        ))  # fmt: skip
+        return Numbers(
+            values,
+            f"numbers whose ',' may group thousands or mark decimals ('{cell}' in data row "
+            f"{row}: {cell.replace(',', '')} or {cell.replace(',', '.')}?)",
+            "no cell settles which: write the numbers without thousands separators",
+        )
     values = values.copy()
     values[text[grouped].index] = pd.to_numeric(text[grouped].str.replace(",", "", regex=False))
     return Numbers(values, grouped=True)
@@ -98,7 +108,7 @@ def label_keys(text: pd.Series) -> pd.Series:
     return text.where(numbers.isna(), numbers.map(repr))
 
 
-def _keys_of(listed: list[str], text: pd.Series, keys: pd.Series) -> list[str]:
+def keys_of(listed: list[str], text: pd.Series, keys: pd.Series) -> list[str]:
     """The keys of labels a config lists: as the column's cells of that text are keyed, else
     as the number the label spells, else its text."""
     known = dict(zip(text.dropna(), keys.dropna(), strict=True))
@@ -242,12 +252,12 @@ def _class_codes(labels: pd.Series, groups: list[list[str]]) -> pd.Series:
     text = label_text(labels)
     keys = label_keys(text)
     listed = sorted({label for group in groups for label in group})
-    unknown = _not_present(listed, _keys_of(listed, text, keys), keys)
+    unknown = _not_present(listed, keys_of(listed, text, keys), keys)
     if unknown:
         raise UserError(f"target.classes: {_absent(unknown[0])}")
     codes = pd.Series(np.nan, index=labels.index)
     for code, group in enumerate(groups):
-        codes[keys.isin(_keys_of(group, text, keys)).to_numpy(dtype=bool)] = float(code)
+        codes[keys.isin(keys_of(group, text, keys)).to_numpy(dtype=bool)] = float(code)
     return codes
 
 
@@ -300,7 +310,7 @@ def make_labels(labels: pd.Series, target: TargetSpec) -> pd.Series:
     keys = label_keys(text)  # compared as what they are: '1' is '1.0'
     chosen = {}
     for role, listed in (("positive", target.positive), ("negative", target.negative or [])):
-        chosen[role] = _keys_of(listed, text, keys)
+        chosen[role] = keys_of(listed, text, keys)
         unknown = _not_present(listed, chosen[role], keys)
         if unknown:  # a negative label no row has would drop the rows of the one meant
             raise UserError(f"target.{role}: {_absent(unknown[0])}")
