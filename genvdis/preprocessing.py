@@ -255,10 +255,28 @@ def _class_codes(labels: pd.Series, groups: list[list[str]]) -> pd.Series:
     unknown = _not_present(listed, keys_of(listed, text, keys), keys)
     if unknown:
         raise UserError(f"target.classes: {_absent(unknown[0])}")
+    _one_class_each(
+        "target.classes", [(label, i) for i, group in enumerate(groups) for label in group],
+        text, keys, "so they are one label: list them in one class",
+    )  # fmt: skip
     codes = pd.Series(np.nan, index=labels.index)
     for code, group in enumerate(groups):
         codes[keys.isin(keys_of(group, text, keys)).to_numpy(dtype=bool)] = float(code)
     return codes
+
+
+def _one_class_each(
+    field: str, listed: list[tuple[str, object]], text: pd.Series, keys: pd.Series, fix: str
+) -> None:
+    """Labels a config puts in different classes (label, class) that spell one number ('1'
+    and '1.0'): refused, naming both, or the rows of one would silently go to the other."""
+    seen: dict[str, tuple[str, object]] = {}
+    for (label, where), key in zip(
+        listed, keys_of([x for x, _ in listed], text, keys), strict=True
+    ):
+        other, there = seen.setdefault(key, (label, where))
+        if there != where:
+            raise UserError(f"{field}: labels '{other}' and '{label}' spell one number, {fix}")
 
 
 def _not_present(listed: list[str], listed_keys: list[str], keys: pd.Series) -> list[str]:
@@ -314,6 +332,9 @@ def make_labels(labels: pd.Series, target: TargetSpec) -> pd.Series:
         unknown = _not_present(listed, chosen[role], keys)
         if unknown:  # a negative label no row has would drop the rows of the one meant
             raise UserError(f"target.{role}: {_absent(unknown[0])}")
+    both = [(label, "positive") for label in target.positive]
+    both += [(label, "negative") for label in target.negative or []]
+    _one_class_each("target", both, text, keys, "so one label: it cannot be positive and negative")
     positive = keys.isin(chosen["positive"]).to_numpy(dtype=bool)
     in_negative = keys.isin(chosen["negative"]) if target.negative else keys.notna()
     negative = in_negative.to_numpy(dtype=bool) & ~positive

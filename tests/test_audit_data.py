@@ -72,6 +72,20 @@ def test_init_counts_one_number_spelt_two_ways_as_one_class(tmp_path):
     assert data.class_counts == (40, 40)
 
 
+@pytest.mark.parametrize(
+    ("target", "field"),
+    [('{positive: ["1"], negative: ["1.0"]}', "target: "),
+     ('{classes: [["1"], ["1.0", "0"]]}', "target.classes: ")],
+)  # fmt: skip
+def test_two_spellings_of_one_number_in_two_classes_are_refused(tmp_path, target, field):
+    """Each config label is one class; '1' and '1.0' are one label, which cannot be in two
+    (the second class took every row of the first, which was then 'empty')."""
+    with pytest.raises(UserError) as error:
+        prepared(tmp_path, SPELT, config(target))
+    message = str(error.value)
+    assert message.startswith(field) and "'1'" in message and "'1.0'" in message, message
+
+
 def test_a_label_spelt_as_no_row_spells_it_is_still_one_no_row_has(tmp_path):
     with pytest.raises(UserError, match=r"target.positive: label '2' does not occur"):
         prepared(tmp_path, SPELT, config('{positive: ["2.0", "2"]}'))
