@@ -168,10 +168,10 @@ def table_path(spec: FileDataset, base_dir: Path = Path(".")) -> Path:
     try:
         mode = path.stat().st_mode
     except (FileNotFoundError, NotADirectoryError):
-        raise UserError(
-            f"dataset.path: {spec.path} not found (looked for {path}; a relative path is read "
-            "from the config's folder)"
-        ) from None
+        where = "" if path == Path(spec.path) else (
+            f" (looked for {path}; a relative path is read from the config's folder)"
+        )  # fmt: skip
+        raise UserError(f"dataset.path: {spec.path} not found{where}") from None
     except OSError as error:  # a folder on its way that cannot be searched, a loop of links
         raise UserError(f"dataset.path: {spec.path}: {error.strerror or error}") from None
     if stat.S_ISDIR(mode):
