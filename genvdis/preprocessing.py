@@ -104,14 +104,17 @@ def label_keys(text: pd.Series) -> pd.Series:
     """Each label (`label_text`) as what it is: its text, or, when it spells a number, that
     number however written ('1', '1.0', '01', '1e0' are one label, keyed '1.0'); NaN where
     missing. A key that is a number's repr is never a text label's (that would be a number)."""
-    numbers = read_numbers(text).values + 0.0  # -0 is 0
-    return text.where(numbers.isna(), numbers.map(repr))
+    distinct = pd.Series(text.dropna().unique(), dtype=object)  # a few labels, many rows
+    numbers = read_numbers(distinct).values + 0.0  # -0 is 0
+    keys = distinct.where(numbers.isna(), numbers.map(repr))
+    return text.map(dict(zip(distinct, keys, strict=True)))
 
 
 def keys_of(listed: list[str], text: pd.Series, keys: pd.Series) -> list[str]:
     """The keys of labels a config lists: as the column's cells of that text are keyed, else
     as the number the label spells, else its text."""
-    known = dict(zip(text.dropna(), keys.dropna(), strict=True))
+    first = text.notna() & ~text.duplicated()  # each label's first row: its key
+    known = dict(zip(text[first], keys[first], strict=True))
     plain = pd.to_numeric(pd.Series(listed, dtype=object), errors="coerce") + 0.0
     return [
         known.get(label, label if np.isnan(number) else repr(float(number)))
@@ -281,7 +284,7 @@ def _one_class_each(
 
 def _not_present(listed: list[str], listed_keys: list[str], keys: pd.Series) -> list[str]:
     """The listed labels (sorted) whose key no row has."""
-    present = set(keys.dropna())
+    present = set(keys.dropna().unique())
     return sorted(
         label for label, key in zip(listed, listed_keys, strict=True) if key not in present
     )

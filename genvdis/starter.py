@@ -136,7 +136,7 @@ def choose_target(labels: pd.Series, column: str, positive: str | None) -> Targe
             f"--target: column '{column}' needs two classes, it has {len(counts)}{found}"
         )
     chosen = keys_of([positive], text, keys)[0] if positive is not None else None
-    if positive is not None and chosen not in set(keys.dropna()):
+    if positive is not None and chosen not in set(keys.dropna().unique()):
         raise UserError(f"--positive: '{positive}' is not a label in column '{column}' ({listed})")
     if positive is None:
         by_size = counts.sort_values(kind="stable")
