@@ -240,8 +240,9 @@ def class_groups(labels: pd.Series, target: TargetSpec) -> list[list[str]]:
         return target.classes
     text = label_text(labels)
     keys = label_keys(text)
+    pairs = pd.DataFrame({"key": keys, "text": text}).dropna().drop_duplicates()
     spellings: dict[str, set[str]] = {}
-    for key, cell in zip(keys.dropna(), text.dropna(), strict=True):
+    for key, cell in zip(pairs["key"], pairs["text"], strict=True):
         spellings.setdefault(key, set()).add(cell)
     numbers = pd.to_numeric(pd.Series(list(spellings), dtype=object), errors="coerce")
     if numbers.notna().all():  # every key a number's
@@ -412,7 +413,8 @@ def _discretize(values: np.ndarray, options: Preprocessing) -> np.ndarray:
 
 
 def _level_codes(column: pd.Series) -> tuple[np.ndarray, list[str]]:
-    """A discrete attribute's codes and its levels, the values as text in sorted order. A
+    """A discrete attribute's codes and its levels, the values as text in sorted order, the
+    spellings of one number one level (named by its shortest spelling: '1' for '1', '1.0'). A
     column already categorical with text levels and no missing cell (synthetic data) is
     recoded as it is, not cell by cell as text: the same codes, 10 times faster."""
     levels = column.cat.categories if isinstance(column.dtype, pd.CategoricalDtype) else None
@@ -421,7 +423,16 @@ def _level_codes(column: pd.Series) -> tuple[np.ndarray, list[str]]:
         ordered = used.cat.reorder_categories(sorted(used.cat.categories))
         return ordered.cat.codes.to_numpy().astype(float), list(ordered.cat.categories)
     categories = pd.Categorical(column.astype(str))
-    return categories.codes.astype(float), [str(c) for c in categories.categories]
+    levels = [str(c) for c in categories.categories]
+    spelt = label_keys(pd.Series(levels, dtype=object))  # '1' and '1.0': one level, '1'
+    if spelt.nunique() == len(levels):
+        return categories.codes.astype(float), levels
+    name: dict[str, str] = {}
+    for level, key in sorted(zip(levels, spelt, strict=True), key=lambda p: (len(p[0]), p[0])):
+        name.setdefault(key, level)
+    merged = sorted(set(name.values()))
+    recode = np.array([merged.index(name[key]) for key in spelt], dtype=float)
+    return recode[categories.codes], merged
 
 
 def prepare(raw: RawData, config: ExperimentConfig) -> PreparedData:

@@ -86,6 +86,16 @@ def test_two_spellings_of_one_number_in_two_classes_are_refused(tmp_path, target
     assert message.startswith(field) and "'1'" in message and "'1.0'" in message, message
 
 
+def test_one_number_spelt_two_ways_is_one_level_of_a_discrete_attribute(tmp_path):
+    """A discrete column holding 1, 1.0 and 0 had three levels, two of them the number 1."""
+    csv = "g,label\n" + "".join(
+        f"{['1', '1.0', '0', '2.0', '2'][i % 5]},{'yes' if i % 2 else 'no'}\n" for i in range(40)
+    )
+    data = prepared(tmp_path, csv, config())
+    assert data.level_names["g"] == ["0", "1", "2"] and data.layout.levels == (3,)
+    np.testing.assert_array_equal(data.X[:5, 0], [1, 1, 0, 2, 2])
+
+
 def test_a_label_spelt_as_no_row_spells_it_is_still_one_no_row_has(tmp_path):
     with pytest.raises(UserError, match=r"target.positive: label '2' does not occur"):
         prepared(tmp_path, SPELT, config('{positive: ["2.0", "2"]}'))
