@@ -390,6 +390,19 @@ def test_a_named_pipe_as_the_data_path_is_the_same_error_to_validate_and_run(tmp
     assert "data.csv" in lines[0] and "not a regular file" in lines[0], lines[0]
 
 
+def test_a_data_path_that_cannot_be_looked_at_is_a_user_error(tmp_path, monkeypatch):
+    """A folder on the way that cannot be searched (here faked: tests may run as root)."""
+    from genvdis.datasource import table_path
+    from genvdis.sections import FileDataset
+
+    def denied(self, **_):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(Path, "stat", denied)
+    with pytest.raises(UserError, match=r"^dataset.path: locked/data.csv: Permission denied$"):
+        table_path(FileDataset(path="locked/data.csv", target="y"), tmp_path)
+
+
 # --- a column of numbers with a few text cells --------------------------------------------------
 
 MOSTLY_NUMBERS = "x1,x2,label\n" + "".join(
