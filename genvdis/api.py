@@ -334,21 +334,15 @@ def validate(configs: Iterable[str | Path], allow_imports: Iterable[str] = ()) -
 
 def _check_columns(config: ExperimentConfig, file: Path) -> None:
     """What `validate` can check of a config's data without reading or fetching it: a
-    registered dataset's name and attribute names, a local table's presence."""
-    from genvdis import datasets, preprocessing
+    registered dataset's name and attribute names, a local table (a regular file, there)."""
+    from genvdis import datasets, datasource, preprocessing
     from genvdis.sections import FileDataset
 
     dataset = config.dataset
     if isinstance(dataset, str):  # the registry knows its attributes: checked as a run does
         preprocessing.select_attributes(datasets.get_info(dataset), config.attributes)
     elif isinstance(dataset, FileDataset) and dataset.path is not None:
-        table = Path(dataset.path)
-        table = table if table.is_absolute() else file.parent / table
-        if not table.exists():
-            raise UserError(
-                f"dataset.path: {dataset.path} not found (looked for {table}; a relative path "
-                "is read from the config's folder)"
-            )
+        datasource.table_path(dataset, file.parent)  # as a run checks it
 
 
 def run(  # its length is the numpydoc docstring; the code is under 30 lines

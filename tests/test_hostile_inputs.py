@@ -317,6 +317,24 @@ ROWS = [
     Row("yaml-merge-key-overridden", {},
         config(replace={"{positive: [x]}": "{<<: {positive: [z]}, positive: [x]}"}),
         RUN_ARGS, 0, []),  # fmt: skip
+    # issue 30 §4: numbers written with commas (they were text: a level per row, exit 0)
+    bad_data("decimal-comma-column",
+             {"data.csv": "a,y\n" + "".join(f'"{i},{i % 7}5",{"xz"[i % 2]}\n' for i in range(40))},
+             BASE, "data.csv", "column 'a'", "decimal comma", "'0,05'", "data row 1"),
+    bad_data("thousands-or-decimal-comma-column",
+             {"data.csv": "a,y\n" + "".join(f'"{i + 1},{i * 37 % 1000:03d}",{"xz"[i % 2]}\n'
+                                             for i in range(40))},
+             BASE, "data.csv", "column 'a'", "'1,000'", "1000 or 1.000"),
+    bad_data("decimal-comma-declared-continuous",
+             {"data.csv": "a,y\n" + "".join(f'"{i},{i % 7}5",{"xz"[i % 2]}\n' for i in range(40))},
+             dataset("kinds: {a: continuous}"), "attribute 'a'", "decimal comma", "'0,05'"),
+    Row("thousands-separators-read-as-numbers",
+        {"data.csv": "a,y\n" + "".join(f'"{i * 7919 % 40 * 1000.5 + i % 2 * 5000:,.1f}",'
+                                        f'{"xz"[i % 2]}\n' for i in range(40))},
+        BASE, RUN_ARGS, 0, []),  # fmt: skip
+    # issue 30 §6: a dataset.path that is not a regular file
+    Row("data-path-is-a-device", {}, config(replace={"path: data.csv": "path: /dev/null"}),
+        RUN_ARGS, 2, ["dataset.path", "/dev/null", "not a regular file"], validate=True),
 ]  # fmt: skip
 
 
