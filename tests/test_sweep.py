@@ -346,7 +346,7 @@ def test_the_report_has_a_stability_table_only_after_a_sweep(swept, tmp_path):
     flipped.to_csv(folder / "sensitivity.csv", index=False)
     write_report(folder)
     text = (folder / "REPORT.md").read_text()
-    assert "The verdict holds under every variant in 0 of 1 panels." in text
+    assert "The verdict holds under every variant in 0 of 1 panel." in text  # one panel, singular
     line = next(x for x in text.splitlines() if x.startswith("| — | toy |"))
     cells = [c.strip() for c in line.strip("|").split("|")]
     assert cells[2:6] == [
