@@ -201,9 +201,8 @@ def _run_data(
     summary = read_summary(run_dir)  # checked: a table genvdis wrote, the bytes its manifest lists
     # a nested run was analysed by some earlier report; results_dir's own by this one, which a
     # rerun that committed while the report worked makes stale (the curves would be one run's,
-    # the differences and verdict another's); a run without a manifest is read as it is
-    if run_dir.parent != results_dir or (run_dir / results.MANIFEST).is_file():
-        check_analysis(run_dir, summary, analysed)
+    # the differences and verdict another's)
+    check_analysis(run_dir, summary, analysed)
     folder = run_dir.relative_to(results_dir).as_posix()
     if folder == ".":
         folder = run_dir.name

@@ -12,7 +12,9 @@ files written here (a 40-row CSV), never the UCI files.
 from __future__ import annotations
 
 import errno
+import hashlib
 import http.server
+import json
 import subprocess
 import sys
 import threading
@@ -154,9 +156,29 @@ def bad_theory(id: str, text: str, *words: str) -> Row:
     return Row(id, {}, text, ["theory", "{config}", "--out", "{out}", "-q"], 2, list(words), True)
 
 
-def bad_results(id: str, command: str, files: dict, *words: str) -> Row:
-    """`plot` or `report` on a results folder holding a damaged file."""
+def bad_results(id: str, command: str, files: dict, *words: str, manifest: bool = True) -> Row:
+    """`plot` or `report` on a results folder holding a damaged file. With `manifest`, the
+    run's other files are good ones and its manifest.json lists every file's bytes as laid
+    out (as if the damage were a run's), so the reader's own check of the file is what
+    refuses it."""
+    if manifest:
+        files = _listed(files)
     return Row(id, files, None, [command, "{dir}/results"], 2, list(words))
+
+
+def _listed(files: dict) -> dict:
+    """`files` with a good summary.csv and config.yaml where they lack one, and a manifest
+    listing each run file's sha256 (errors.csv's, where there is none: of ERRORS)."""
+    files = {RUN + "/summary.csv": SUMMARY, RUN + "/config.yaml": "name: run\n", **files}
+
+    def sha(name: str) -> str:
+        content = files.get(f"{RUN}/{name}", ERRORS)
+        data = content.encode() if isinstance(content, str) else content
+        return hashlib.sha256(data).hexdigest()
+
+    names = ("errors.csv", "summary.csv", "config.yaml")
+    listed = {"fingerprint": None, "files": {name: sha(name) for name in names}}
+    return {**files, RUN + "/manifest.json": json.dumps(listed)}
 
 
 SEED_2_64 = str(2**64)
