@@ -228,12 +228,14 @@ def validate(configs: Iterable[str | Path], allow_imports: Iterable[str] = ()) -
     from genvdis.theoryconfig import parse_theory_config
     from genvdis.variants import check_block
 
-    checked: list[tuple[str, Any]] = []  # run configs, refused together as `run` does
-    for path in configs:
+    checked: list[tuple[str, Any]] = []  # refused together as `run` does (a theory and a run
+    for path in configs:  # of one name would write one folder too)
         file = builtin.resolve(path)
         data = read_yaml(file)
         if is_theory_config(data):
             theory = parse_theory_config(data, str(path))
+            checked.append((str(path), theory))
+            check_distinct_names(checked)
             yield f"{path}: ok (theory {theory.name}, {len(theory.n)} values of n)"
             continue
         block = data.pop(VARIANTS_KEY, None) if isinstance(data, dict) else None

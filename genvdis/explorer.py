@@ -26,12 +26,12 @@ from typing import Any
 import pandas as pd
 
 from genvdis import analysis as an
-from genvdis import results
+from genvdis import resultnames, results
 from genvdis.errors import UserError
 from genvdis.linestyles import STYLES, TABLEAU, separable_span
 from genvdis.runfiles import check_analysis, read_analysis, read_run_config, read_summary
 
-PAGE = "explorer.html"
+PAGE = resultnames.EXPLORER
 HOST = "127.0.0.1"
 # config keys that name, place or fingerprint a run rather than change its numbers
 NOT_SETTINGS = {
@@ -173,7 +173,7 @@ def _differences(run_dir: Path) -> dict[str, Any] | None:
 
 def _analysis_rows(folder: Path) -> dict[str, dict[str, Any]]:
     """analysis.csv beside a run (results/analysis.csv for results/<name>), by run folder."""
-    if not (folder / "analysis.csv").is_file():
+    if not (folder / resultnames.ANALYSIS).is_file():
         return {}
     table = read_analysis(folder)
     return {str(r["folder"]): r.to_dict() for _, r in table.iterrows()}

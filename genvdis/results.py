@@ -25,6 +25,7 @@ sha256 in its name, so it is recomputed, never trusted.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import io
 import json
@@ -147,14 +148,71 @@ def fingerprint(resolved: dict) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def prepare_output(out_dir: Path, name: str) -> Path:
-    """`<out_dir>/<name>`, checking that the results folder can be a folder."""
+def prepare_output(out_dir: Path, name: str, kind: str = "run") -> Path:
+    """`<out_dir>/<name>`, checking that the results folder can be a folder, and that it holds
+    no results of the other `kind` ("run" or "theory") of the same name (`check_kind`)."""
+    check_path(out_dir, "--out")
     if out_dir.exists() and not out_dir.is_dir():
         raise UserError(f"--out: {out_dir} is a file, not a folder")
     run_dir = out_dir / name
+    check_path(run_dir, "--out")
     if run_dir.exists() and not run_dir.is_dir():
         raise UserError(f"--out: {run_dir} is a file, not a folder")
+    check_kind(run_dir, kind)
     return run_dir
+
+
+def check_path(path: Path, what: str) -> None:
+    """A path the file system can look up: one with a name longer than it allows (or too long
+    in all) is a one-line UserError naming `what` and the path, not an OSError from whatever
+    touches it first."""
+    too_long = any(len(os.fsencode(part)) > NAME_MAX for part in Path(path).parts)
+    try:
+        os.stat(path)  # what the file system says (a long path, or a stricter limit)
+    except OSError as error:
+        too_long = too_long or error.errno == errno.ENAMETOOLONG
+    if too_long:
+        raise UserError(
+            f"{what}: {path}: file name too long (file systems allow names of {NAME_MAX} "
+            "bytes at most); give a shorter path"
+        )
+
+
+NAME_MAX = 255  # bytes in a file or folder name: ext4, XFS, APFS, NTFS (in UTF-16 units)
+
+
+# What only a theory's folder holds (theory.py writes them), and only a run's.
+THEORY_FILES = ("sample_complexity.csv", "asymptotes.csv")
+THEORY_RUN = re.compile(r"n\d+")  # `<theory>/n<n>/`, each n's run
+
+
+def folder_kind(folder: Path) -> str | None:
+    """ "theory" for a theory's folder (its tables, or the run of some n in it), "run" for a
+    run's (its results or checkpoints), None for a folder holding neither (or none)."""
+    if not folder.is_dir():
+        return None
+    if any((folder / name).exists() for name in THEORY_FILES) or any(
+        THEORY_RUN.fullmatch(child.name) and child.is_dir() for child in folder.iterdir()
+    ):
+        return "theory"
+    if any((folder / name).exists() for name in (*OUTPUTS, MANIFEST, CHECKPOINTS)):
+        return "run"
+    return None
+
+
+def check_kind(folder: Path, kind: str) -> None:
+    """A run and a theory of one name into one --out would write one folder: the run's
+    summary.csv beside the theory's tables, its figure over the theory's, and the theory never
+    up to date again. Refused, before anything runs, naming the folder and the name."""
+    found = folder_kind(folder)
+    if found is None or found == kind:
+        return
+    makers = {"run": "`genvdis run` (or sweep)", "theory": "`genvdis theory`"}
+    raise UserError(
+        f"{folder} holds the results of a {found} named '{folder.name}' (from {makers[found]}); "
+        f"a {kind} of the same name would write into them: give one of them another name, "
+        "or use another --out"
+    )
 
 
 # --- checkpoints -------------------------------------------------------------------------------
@@ -488,6 +546,7 @@ def read_errors(run_dir: Path) -> pd.DataFrame:
 
 def find_runs(results_dir: Path) -> list[Path]:
     """Run folders under `results_dir` (or `results_dir` itself if it is one)."""
+    check_path(results_dir, "results folder")
     if not results_dir.is_dir():
         raise UserError(f"results folder not found: {results_dir}")
     if (results_dir / "summary.csv").is_file():

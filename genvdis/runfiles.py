@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from genvdis import results, runlock
+from genvdis import resultnames, results, runlock
 from genvdis.config import NAME_PATTERN, check_pairs, drawable_title
 from genvdis.errors import UserError
 from genvdis.yamlfile import read_yaml
@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 SUMMARY_NEEDS = {"model": False, "m": True, "mean": True, "ci_low": True, "ci_high": True}
 SUMMARY_NEEDS["frac_separable"] = True
 ERRORS_NEEDS = {"model": False, "m": True, "split": True, "error": True}
-PAIRS_FILE = "pairs.csv"
+PAIRS_FILE = resultnames.PAIRS
 
 
 def read_table(path: Path, needs: dict[str, bool], data: bytes | None = None) -> pd.DataFrame:
@@ -263,7 +263,7 @@ def _pairs_of(compare: Any, models: list[str], path: Path) -> list[tuple[str, st
 def read_analysis(results_dir: Path) -> pd.DataFrame:
     """analysis.csv as written; only empty cells are missing (so the verdict "n/a" survives)."""
     return pd.read_csv(
-        results_dir / "analysis.csv",
+        results_dir / resultnames.ANALYSIS,
         dtype={"panel": "Int64", "n_rows": "Int64"},
         keep_default_na=False,
         na_values=[""],
@@ -339,7 +339,7 @@ def _write_analysis(results_dir: Path, done: list[PanelAnalysis]) -> pd.DataFram
 
     table = analysis.results_table([d.row for d in done])
     with results.writing(results_dir, "the analysis", results.AGAIN):
-        results.atomic_write_csv(results_dir / "analysis.csv", table)
+        results.atomic_write_csv(results_dir / resultnames.ANALYSIS, table)
         _write_pairs(results_dir, table, [row for d in done for row in d.pairs])
     return table
 

@@ -171,7 +171,7 @@ def run_theory(
     if not isinstance(config, TheoryConfig):
         config = load_theory_config(config)
     config = config.with_overrides(splits=splits)
-    root = results.prepare_output(out_dir, config.name)
+    root = results.prepare_output(out_dir, config.name, "theory")
     planning.check_synthetic(config.n_rows, max(config.n), config.kind, force)
     with runlock.hold(root, wait):
         if _up_to_date(config, root):

@@ -339,6 +339,38 @@ ROWS = [
     Row("yaml-merge-key-overridden", {},
         config(replace={"{positive: [x]}": "{<<: {positive: [z]}, positive: [x]}"}),
         RUN_ARGS, 0, []),  # fmt: skip
+    # issue 30 §5: a run and a theory of one name in one --out
+    Row("run-into-a-theorys-folder", {"out/tiny/sample_complexity.csv": "n\n"}, config(),
+        RUN_ARGS, 2, ["config.yaml", "out/tiny", "a theory named 'tiny'"], leaves_folder=True),
+    Row("run-into-a-theorys-first-n", {"out/tiny/n10/.checkpoints/fingerprint": "0\n"},
+        config(), RUN_ARGS, 2, ["out/tiny", "a theory named 'tiny'"], leaves_folder=True),
+    Row("theory-into-a-runs-folder", {"out/th/summary.csv": SUMMARY}, theory(),
+        ["theory", "{config}", "--out", "{out}", "-q"], 2, ["out/th", "a run named 'th'"],
+        leaves_folder=True),
+    Row("validate-a-run-and-a-theory-of-one-name", {"theory.yaml": theory()},
+        config(replace={"name: tiny": "name: th"}),
+        ["validate", "{config}", "{dir}/theory.yaml"], 2,
+        ["config.yaml", "theory.yaml", "'th'"]),
+    # issue 30 §6: an --out path too long, names of files a report writes
+    Row("out-name-too-long-run", {}, config(),
+        ["run", "{config}", "--out", "{dir}/o/" + LONG_NAME, "-q"], 2,
+        ["--out", LONG_NAME, "file name too long"]),
+    Row("out-name-too-long-theory", {}, theory(),
+        ["theory", "{config}", "--out", "{dir}/o/" + LONG_NAME, "-q"], 2,
+        ["--out", LONG_NAME, "file name too long"]),
+    Row("out-name-too-long-sweep", {}, config(),
+        ["sweep", "{config}", "--vary", "split=random", "--out", "{dir}/o/" + LONG_NAME, "-q"],
+        2, ["--out", LONG_NAME, "file name too long"]),
+    Row("results-folder-name-too-long-report", {}, None, ["report", "{dir}/o/" + LONG_NAME], 2,
+        [LONG_NAME, "file name too long"]),
+    Row("results-folder-name-too-long-plot", {}, None, ["plot", "{dir}/o/" + LONG_NAME], 2,
+        [LONG_NAME, "file name too long"]),
+    bad_config("name-explorer.html", config(replace={"name: tiny": "name: explorer.html"}),
+               "'explorer.html'", "a file genvdis writes"),
+    bad_config("name-pairs.csv", config(replace={"name: tiny": "name: Pairs.CSV"}),
+               "'Pairs.CSV'", "a file genvdis writes"),
+    bad_theory("theory-name-explorer.html", theory(replace={"name: th": "name: explorer.html"}),
+               "name", "explorer.html"),
 ]  # fmt: skip
 
 
