@@ -168,3 +168,16 @@ def test_a_run_and_a_theory_of_one_name_are_refused_in_either_order(
     assert _files(runs / "mini") == made
     with pytest.raises(UserError, match="a run named 'mini'"):  # the API alike
         theory.run_theory(parse_theory_config(CONFIG), runs)
+
+
+def test_an_ns_errors_are_read_through_the_runs_check(first, tmp_path, monkeypatch):
+    """theory read each n's errors.csv as it was, after deciding the n's run was up to date:
+    a file replaced in between gave m* of numbers that are not the run's. Now the bytes read
+    are the bytes checked against the n's manifest, as every reader of a run does."""
+    out = _copy(first, tmp_path)
+    errors = out / "mini" / "n3" / "errors.csv"
+    lines = errors.read_text().splitlines(keepends=True)
+    errors.write_text("".join([lines[0], *lines[1:]][:-1]))  # one split's row fewer
+    monkeypatch.setattr(theory, "_recorded_run", lambda experiment, run_dir: "up to date")
+    with pytest.raises(UserError, match=r"n3/errors.csv: changed since its run wrote it"):
+        theory._one_n(parse_theory_config(CONFIG), out / "mini", 3, 1, None, False, 0.0)
