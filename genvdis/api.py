@@ -309,12 +309,15 @@ def validate(configs: Iterable[str | Path], allow_imports: Iterable[str] = ()) -
     allow_imports = _strings("--allow-import", allow_imports, PREFIXES, single=False)
     for source in sources:
         _path_arg("configs", source, "a config file or a built-in name")
-    checked: list[tuple[str, Any]] = []  # run configs, refused together as `run` does
+    checked: list[tuple[str, Any]] = []  # refused together as `run` does (a theory and a run
+    # of one name would write one folder too)
     for path in sources:
         file = builtin.resolve(path)
         data = read_yaml(file)
         if is_theory_config(data):
             theory = parse_theory_config(data, str(path))
+            checked.append((str(path), theory))
+            check_distinct_names(checked)
             yield f"{path}: ok (theory {theory.name}, {len(theory.n)} values of n)"
             continue
         block = data.pop(VARIANTS_KEY, None) if isinstance(data, dict) else None

@@ -177,6 +177,18 @@ def fetch(
         typer.echo(f"{name}: {len(paths)} file(s) in {fetching.data_dir()}")
 
 
+def _of_config(path: str, check) -> None:
+    """`check()`, its UserError said of the config at `path` (an option's is said as is)."""
+    from genvdis.errors import UserError
+
+    try:
+        check()
+    except UserError as error:
+        if str(error).startswith("--"):
+            raise
+        raise UserError(f"{path}: {error}") from None
+
+
 def _load_engine() -> None:
     """Import the engine and its libraries with the garbage collector paused
     (`tuning.collector_paused`): ~45 ms of a run's start."""
@@ -204,7 +216,7 @@ def run(
 ) -> None:
     """Run the protocol: S random splits per m, every model, errors and summary CSVs."""
     _load_engine()
-    from genvdis import api
+    from genvdis import api, results
     from genvdis.errors import UserError
 
     progress = _start_run(quiet)
@@ -215,6 +227,8 @@ def run(
     named = [(str(path), config) for path, config in zip(configs, loaded, strict=True)]
     api.check_distinct_names(named)  # before anything runs
     api.check_distinct_panels(named)
+    for path, config in named:  # --out, and no theory's folder of a config's name
+        _of_config(path, lambda config=config: results.prepare_output(out, config.name))
     for path, config in zip(configs, loaded, strict=True):
         before = _manifest_stamp(out / config.name)
         try:
@@ -297,6 +311,7 @@ def theory(
     """Sample complexity on synthetic data: m*(eps) vs n features, NB vs LR, with fits."""
     _load_engine()
     from genvdis import api, builtin
+    from genvdis.results import prepare_output
     from genvdis.theory import run_theory
     from genvdis.theoryconfig import load_theory_config
 
@@ -306,6 +321,8 @@ def theory(
     loaded = [load_theory_config(builtin.resolve(path, "theory")) for path in configs]
     loaded = [config.with_overrides(splits=splits) for config in loaded]
     api.check_distinct_names(list(zip(configs, loaded, strict=True)))  # before anything runs
+    for path, config in zip(configs, loaded, strict=True):  # --out, and no run's folder there
+        _of_config(path, lambda config=config: prepare_output(out, config.name, "theory"))
     for config in loaded:
         # run_theory says itself what it did: "wrote <dir> in N s", or "up to date (<dir>)"
         run_theory(config, out, jobs=jobs, progress=progress, force=force, wait=wait)

@@ -16,7 +16,7 @@ import pandas as pd
 
 from genvdis import analysis as an
 from genvdis import report_curves as rc
-from genvdis import results, runfiles
+from genvdis import resultnames, results, runfiles
 from genvdis.explorer import write_explorer
 from genvdis.reportformat import (
     Block,
@@ -454,7 +454,7 @@ def write_reports(
     for results_dir in folders:
         table = runfiles.read_analysis(results_dir)
         blocks = build_blocks(results_dir, table)
-        md, page = results_dir / "REPORT.md", results_dir / "REPORT.html"
+        md, page = results_dir / resultnames.REPORT_MD, results_dir / resultnames.REPORT_HTML
         with results.writing(results_dir, "the report", results.AGAIN):
             results.atomic_write_text(md, to_markdown(blocks))
             results.atomic_write_text(page, to_html(blocks, "genvdis report"))

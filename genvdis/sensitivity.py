@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from genvdis import results, runfiles, runlock
+from genvdis import resultnames, results, runfiles, runlock
 from genvdis.errors import UserError
 from genvdis.reportformat import Block, fmt_int, is_missing
 from genvdis.variants import BASELINE, VARIANTS_DIR
@@ -23,7 +23,7 @@ from genvdis.variants import BASELINE, VARIANTS_DIR
 if TYPE_CHECKING:
     from genvdis.sweeps import Planned
 
-SENSITIVITY = "sensitivity.csv"
+SENSITIVITY = resultnames.SENSITIVITY
 SENSITIVITY_LOCK = ".sensitivity.lock"  # held while sensitivity.csv is read and rewritten
 COLUMNS = [
     "name", "panel", "variant", "changed", "same_as", "not_run", "n_splits", "verdict",

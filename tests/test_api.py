@@ -20,7 +20,7 @@ import pytest
 from typer.testing import CliRunner
 
 import genvdis
-from genvdis import analysis, api, builtin, plotting, runresults
+from genvdis import analysis, api, builtin, plotting, results, runresults
 from genvdis.cli import app
 
 REPO = Path(__file__).resolve().parents[1]
@@ -129,15 +129,14 @@ def test_open_results_and_its_errors(pima_run, tmp_path):
         genvdis.open_results(tmp_path)
     summary_only = tmp_path / "pima"  # as the committed results/ keep it
     summary_only.mkdir()
-    for name in ("summary.csv", "config.yaml"):
+    for name in ("summary.csv", "config.yaml", "manifest.json"):
         (summary_only / name).write_bytes((cli_dir / name).read_bytes())
     with pytest.raises(genvdis.UserError, match="errors.csv not found: rerun"):
         genvdis.open_results(summary_only).differences()
     nb_only = tmp_path / "nb"
-    nb_only.mkdir()
-    res.errors[res.errors["model"] == "naive_bayes"].to_csv(nb_only / "errors.csv", index=False)
-    (nb_only / "summary.csv").write_text((cli_dir / "summary.csv").read_text())
-    (nb_only / "config.yaml").write_text("name: nb\nmodels: [{name: naive_bayes}]\n")
+    nb_errors = res.errors[res.errors["model"] == "naive_bayes"]
+    config = {"name": "nb", "models": [{"name": "naive_bayes"}]}
+    results.write_results(nb_only, nb_errors, config, ["naive_bayes"])  # as a run leaves it
     with pytest.raises(genvdis.UserError, match="nb: no pair of models to compare"):
         genvdis.open_results(nb_only).crossover()
 

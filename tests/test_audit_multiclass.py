@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 import genvdis
 from genvdis import analysis as an
+from genvdis import results
 from genvdis.cli import app
 from genvdis.report import write_report
 from genvdis.splits import draw_split
@@ -148,10 +149,10 @@ def _report_of(tmp_path: Path, target: dict) -> str:
     """The report of a run on liver with this target (its errors made up)."""
     run = tmp_path / "liverk"
     run.mkdir()
-    make_errors(CROSSING, n_splits=30).to_csv(run / "errors.csv", index=False)
+    errors = make_errors(CROSSING, n_splits=30).assign(trajectories=0)
     config = dict(name="liverk", title="liver, three classes", n_rows=345, dataset="liver",
                   target=target, models=[{"name": an.NB}, {"name": an.LR}])  # fmt: skip
-    (run / "config.yaml").write_text(yaml.safe_dump(config))
+    results.write_results(run, errors, config, [an.NB, an.LR])  # as `genvdis run` leaves it
     return write_report(tmp_path, n_boot=20)[0].read_text()
 
 

@@ -450,11 +450,12 @@ def _edit_a_number(path: Path) -> None:
 )  # report's explorer page shows summary.csv's means
 def test_plot_and_report_refuse_numbers_changed_since_the_run(work, tiny, command, name):
     """A file whose bytes are not those manifest.json lists is not the run's: refused, naming
-    it, rather than drawn or analysed with exit 0. Without a manifest it is read as it is."""
+    it, rather than drawn or analysed with exit 0. Without a manifest (which `run` finds no
+    finished run in) it is refused too: it was read as it was (issue 30 §3)."""
     config = write(work, tiny)
     assert invoke("run", config, "--out", str(work / "out"), "-q").exit_code == 0
     run_dir = work / "out" / "toy"
     _edit_a_number(run_dir / name)
     assert_user_error(invoke(command, str(work / "out")), str(run_dir / name), "manifest.json")
     (run_dir / "manifest.json").unlink()
-    assert invoke(command, str(work / "out")).exit_code == 0
+    assert_user_error(invoke(command, str(work / "out")), str(run_dir), "no manifest.json")

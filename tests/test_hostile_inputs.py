@@ -12,7 +12,9 @@ files written here (a 40-row CSV), never the UCI files.
 from __future__ import annotations
 
 import errno
+import hashlib
 import http.server
+import json
 import subprocess
 import sys
 import threading
@@ -154,9 +156,29 @@ def bad_theory(id: str, text: str, *words: str) -> Row:
     return Row(id, {}, text, ["theory", "{config}", "--out", "{out}", "-q"], 2, list(words), True)
 
 
-def bad_results(id: str, command: str, files: dict, *words: str) -> Row:
-    """`plot` or `report` on a results folder holding a damaged file."""
+def bad_results(id: str, command: str, files: dict, *words: str, manifest: bool = True) -> Row:
+    """`plot` or `report` on a results folder holding a damaged file. With `manifest`, the
+    run's other files are good ones and its manifest.json lists every file's bytes as laid
+    out (as if the damage were a run's), so the reader's own check of the file is what
+    refuses it."""
+    if manifest:
+        files = _listed(files)
     return Row(id, files, None, [command, "{dir}/results"], 2, list(words))
+
+
+def _listed(files: dict) -> dict:
+    """`files` with a good summary.csv and config.yaml where they lack one, and a manifest
+    listing each run file's sha256 (errors.csv's, where there is none: of ERRORS)."""
+    files = {RUN + "/summary.csv": SUMMARY, RUN + "/config.yaml": "name: run\n", **files}
+
+    def sha(name: str) -> str:
+        content = files.get(f"{RUN}/{name}", ERRORS)
+        data = content.encode() if isinstance(content, str) else content
+        return hashlib.sha256(data).hexdigest()
+
+    names = ("errors.csv", "summary.csv", "config.yaml")
+    listed = {"fingerprint": None, "files": {name: sha(name) for name in names}}
+    return {**files, RUN + "/manifest.json": json.dumps(listed)}
 
 
 SEED_2_64 = str(2**64)
@@ -335,6 +357,38 @@ ROWS = [
     # issue 30 §6: a dataset.path that is not a regular file
     Row("data-path-is-a-device", {}, config(replace={"path: data.csv": "path: /dev/null"}),
         RUN_ARGS, 2, ["dataset.path", "/dev/null", "not a regular file"], validate=True),
+    # issue 30 §5: a run and a theory of one name in one --out
+    Row("run-into-a-theorys-folder", {"out/tiny/sample_complexity.csv": "n\n"}, config(),
+        RUN_ARGS, 2, ["config.yaml", "out/tiny", "a theory named 'tiny'"], leaves_folder=True),
+    Row("run-into-a-theorys-first-n", {"out/tiny/n10/.checkpoints/fingerprint": "0\n"},
+        config(), RUN_ARGS, 2, ["out/tiny", "a theory named 'tiny'"], leaves_folder=True),
+    Row("theory-into-a-runs-folder", {"out/th/summary.csv": SUMMARY}, theory(),
+        ["theory", "{config}", "--out", "{out}", "-q"], 2, ["out/th", "a run named 'th'"],
+        leaves_folder=True),
+    Row("validate-a-run-and-a-theory-of-one-name", {"theory.yaml": theory()},
+        config(replace={"name: tiny": "name: th"}),
+        ["validate", "{config}", "{dir}/theory.yaml"], 2,
+        ["config.yaml", "theory.yaml", "'th'"]),
+    # issue 30 §6: an --out path too long, names of files a report writes
+    Row("out-name-too-long-run", {}, config(),
+        ["run", "{config}", "--out", "{dir}/o/" + LONG_NAME, "-q"], 2,
+        ["--out", LONG_NAME, "file name too long"]),
+    Row("out-name-too-long-theory", {}, theory(),
+        ["theory", "{config}", "--out", "{dir}/o/" + LONG_NAME, "-q"], 2,
+        ["--out", LONG_NAME, "file name too long"]),
+    Row("out-name-too-long-sweep", {}, config(),
+        ["sweep", "{config}", "--vary", "split=random", "--out", "{dir}/o/" + LONG_NAME, "-q"],
+        2, ["--out", LONG_NAME, "file name too long"]),
+    Row("results-folder-name-too-long-report", {}, None, ["report", "{dir}/o/" + LONG_NAME], 2,
+        [LONG_NAME, "file name too long"]),
+    Row("results-folder-name-too-long-plot", {}, None, ["plot", "{dir}/o/" + LONG_NAME], 2,
+        [LONG_NAME, "file name too long"]),
+    bad_config("name-explorer.html", config(replace={"name: tiny": "name: explorer.html"}),
+               "'explorer.html'", "a file genvdis writes"),
+    bad_config("name-pairs.csv", config(replace={"name: tiny": "name: Pairs.CSV"}),
+               "'Pairs.CSV'", "a file genvdis writes"),
+    bad_theory("theory-name-explorer.html", theory(replace={"name: th": "name: explorer.html"}),
+               "name", "explorer.html"),
 ]  # fmt: skip
 
 

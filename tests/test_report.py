@@ -83,3 +83,25 @@ def test_the_docs_link_works_or_is_no_link(results, monkeypatch):
     md, page = write_report(results, n_boot=50, reanalyse=False)
     assert "docs/analysis.md" in md.read_text() and "analysis.md)" not in md.read_text()
     assert 'href="' not in page.read_text().split("Details and limits")[1].split("</p>")[0]
+
+
+def test_what_plot_and_report_write_beside_the_runs_is_reserved(results):
+    """A run named like a file that plot or report writes at the top of its results folder
+    (explorer.html, pairs.csv) passed validate and run, then broke every later report there:
+    the reserved names are the writers' own (resultnames), checked here against what they
+    write, and the committed results/ hold no other top-level file."""
+    from pathlib import Path
+
+    from genvdis import config, resultnames
+    from genvdis.plotting import plot_results
+
+    plot_results(results)
+    write_report(results, n_boot=20)
+    runs = {path.parent.name for path in results.glob("*/errors.csv")}
+    written = {path.name for path in results.iterdir()} - runs - {"not_a_panel"}
+    assert written <= set(resultnames.TOP_LEVEL)  # pairs.csv: with several pairs in a panel
+    assert len(written) == 6  # the reports, the explorer, analysis.csv, Figure 1 twice
+    committed = Path(__file__).resolve().parents[1] / "results"
+    for folder in (committed, committed / "examples"):
+        assert {p.name for p in folder.iterdir() if p.is_file()} <= set(resultnames.TOP_LEVEL)
+    assert set(config.RESULTS_FILES) == set(resultnames.TOP_LEVEL)
