@@ -250,22 +250,21 @@ class NaiveBayes(LinearModel):
         return BatchFit(coef, intercept + prior, np.zeros(idx.shape[0], dtype=bool), ties=ties)
 
 
-def powers_of_two(scale: np.ndarray) -> np.ndarray:
-    """Each scale's power of two at or below it (1 where it is 0 or not finite): dividing by
-    it is exact, so a model fitted in those units rounds as in the data's own and still does
-    not depend on a feature's units."""
-    exponent = np.frexp(np.where(np.isfinite(scale) & (scale > 0), scale, 1.0))[1]
-    return np.ldexp(1.0, exponent - 1)
+def spreads(centred: np.ndarray) -> np.ndarray:
+    """Each feature's largest distance from its class's mean over a split's training rows
+    (S, D), from the rows less their class means (S, m, D); 1 where that is 0 (a constant
+    feature). LDA's units: taken before any square, which could underflow (values near 1e-160)."""
+    largest = np.abs(centred).max(axis=1)
+    return np.where(largest > 0, largest, 1.0)
 
 
 class LDA(LinearModel):
     """Normal discriminant analysis: Gaussians with one full covariance shared by the
     classes, epsilon added to its diagonal so that it is invertible at any m. The covariance
-    is taken in units of each feature's own within-class spread (a power of two near its
-    largest deviation from its class mean over the split's training rows, taken before any
-    square, which could underflow), where epsilon is added: a ridge
-    relative to each feature, so the classifier does not depend on a feature's units (epsilon
-    on the covariance in the data's units would swamp a feature measured in small ones)."""
+    is taken in units of each feature's own within-class spread (`spreads`), where epsilon is
+    added: a ridge relative to each feature, so the classifier does not depend on a feature's
+    units (epsilon on the covariance in the data's units swamps a feature measured in small
+    ones, and is nothing to one measured in large ones)."""
 
     name = "lda"
     reference_coding = True
@@ -280,7 +279,7 @@ class LDA(LinearModel):
         Zt, yt = Z[idx], y[idx].astype(float)
         n0, n1 = _class_counts(yt)
         mu0, mu1, centred = _class_means(Zt, yt, n0, n1)
-        units = powers_of_two(np.abs(centred).max(axis=1))  # (S, D), before any square
+        units = spreads(centred)  # (S, D)
         centred = centred / units[:, None, :]
         cov = np.einsum("smd,sme->sde", centred, centred) / Zt.shape[1]
         cov += self.epsilon * np.eye(Z.shape[1])

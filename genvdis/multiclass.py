@@ -29,8 +29,8 @@ from genvdis.models import (
     LDA,
     NaiveBayes,
     class_sums,
-    powers_of_two,
     smoothed_variance,
+    spreads,
     tie_bound,
 )  # fmt: skip
 from genvdis.preprocessing import FeatureLayout
@@ -136,7 +136,7 @@ class MultiLDA(MultiModel, LDA):
         counts = member.sum(axis=1)
         mu = np.einsum("smk,smd->skd", member, Zt) / counts[:, :, None]
         centred = Zt - np.take_along_axis(mu, yt[:, :, None], axis=1)
-        units = powers_of_two(np.abs(centred).max(axis=1))  # as binary LDA's
+        units = spreads(centred)  # as binary LDA's
         centred = centred / units[:, None, :]
         cov = np.einsum("smd,sme->sde", centred, centred) / Zt.shape[1]
         cov += self.epsilon * np.eye(Z.shape[1])

@@ -133,11 +133,9 @@ class _Regularised(EmpiricalCovariance):
 
 
 def _lda_units(X: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Each feature's unit in genvdis's LDA: the power of two at or below its largest distance
-    from its class's mean."""
+    """Each feature's unit in genvdis's LDA: its largest distance from its class's mean."""
     means = np.stack([X[y == c].mean(axis=0) for c in range(y.max() + 1)])
-    largest = np.abs(X - means[y]).max(axis=0)
-    return 2.0 ** np.floor(np.log2(largest))
+    return np.abs(X - means[y]).max(axis=0)
 
 
 @pytest.mark.parametrize("epsilon", [0.0, 0.3])
