@@ -315,6 +315,7 @@ class LogisticRegression(LinearModel):
             for part in np.array_split(chosen, -(-chosen.size // chunk)):
                 rows = hyperplanes.signed_rows(Z[idx[part]], y[idx[part]])
                 z0 = to_data_basis(start[part], basis.shift[part], basis.scale[part])
+                z0 /= np.abs(z0).max(axis=1, keepdims=True)  # its norm must not overflow
                 beta[part] = sampler.sample_version_space(
                     rows, z0, self.mcmc_iterations, keys[part]
                 )

@@ -296,6 +296,7 @@ class MultiLogisticRegression(MultiModel, LogisticRegression):
             if chosen.size and self.separable == "sample":  # K = 2: the binary version space
                 rows = hyperplanes.signed_rows(Z[idx[chosen]], yt[chosen])
                 z0 = to_data_basis(np.stack(start), shift[chosen], scale[chosen])
+                z0 /= np.abs(z0).max(axis=1, keepdims=True)  # its norm must not overflow
                 V[chosen, 0] = sampler.sample_version_space(
                     rows, z0, self.mcmc_iterations, keys[chosen]
                 )
