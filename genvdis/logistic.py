@@ -242,7 +242,9 @@ class LogisticRegression(LinearModel):
         if shared.sparse is None:
             Zs, shift, scale = standard_basis(Z, idx)
             ys, idxs = y[idx].ravel(), np.arange(Zs.shape[0]).reshape(idx.shape)
-            row_norm = hyperplanes.widest(Zs)
+            # every standard value is in [0, 1]: rows' norms <= D, a bound of the split alone
+            # (`hyperplanes.widest` of the group's rows would depend on which splits share it)
+            row_norm = 1.0 + Z.shape[1]
             start = self._warm_start(Zs, ys, idxs, shared)
         else:
             Zs = Z if shared.standard is None else shared.standard

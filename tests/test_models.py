@@ -277,6 +277,22 @@ def test_fit_batch_equals_separate_fits(label, make):
         assert batch.intercept[s] == pytest.approx(single.intercept_, rel=1e-7, abs=1e-9)
 
 
+@pytest.mark.parametrize(("label", "make"), MODEL_CASES, ids=[c[0] for c in MODEL_CASES])
+def test_a_splits_fit_is_the_same_bits_in_any_batch(label, make):
+    """Each training set is fitted in its own standard basis (`logistic.standard_basis`), with
+    its own units (naive Bayes, LDA): a split's classifier, sampled ones included, is the same
+    bits whichever splits share its batch, so results do not depend on blocks or workers."""
+    X, y, layout, idx = _batch_problem()
+    model = make(layout)
+    Z = model.encode(X)
+    keys = stream_keys(0, 40, range(len(idx)), stream=1)
+    batch = model.fit_batch(Z, y, idx, keys)
+    for s in range(len(idx)):
+        alone = model.fit_batch(Z, y, idx[s : s + 1], keys[s : s + 1])
+        assert np.array_equal(alone.coef[0], batch.coef[s]), s
+        assert alone.intercept[0] == batch.intercept[s] and alone.separable[0] == batch.separable[s]
+
+
 # --- parameter validation -----------------------------------------------------------------------
 
 
