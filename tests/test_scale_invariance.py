@@ -189,3 +189,30 @@ def test_pima_in_other_units_gives_the_same_errors(uci_dir, factor):
     sizes = (15, 60, 400)
     for make in (NaiveBayes, LogisticRegression):
         _compare(make, X, y, factor, sizes, separable_too=make is NaiveBayes)
+
+
+@pytest.mark.parametrize("factor", [1e-6, 1e15], ids=str)
+def test_wide_one_hot_data_in_other_units(factor):
+    """Wide, mostly-zero data (the sparse layout, one standard basis for the whole table):
+    logistic regression's and naive Bayes' errors do not depend on the continuous columns'
+    units either."""
+    rng = np.random.default_rng(5)
+    n, levels = 400, (8, 8, 8, 8, 8)
+    codes = rng.integers(0, 8, size=(n, len(levels)))
+    cont = rng.normal(size=(n, 2)) * [1.0, 40.0] + [0.0, 300.0]
+    score = cont[:, 0] + (cont[:, 1] - 300) / 40 + (codes[:, 0] < 3) - (codes[:, 1] > 5)
+    y = (score + 2 * rng.normal(size=n) > 0).astype(np.int64)
+    layout = FeatureLayout(2, levels)
+    X = np.column_stack([cont, codes]).astype(float)
+    scaled = X.copy()
+    scaled[:, :2] *= factor
+    model = LogisticRegression(layout)
+    assert model.shared(model.encode(X), y).sparse is not None  # the sparse layout
+    for make in (NaiveBayes, LogisticRegression):
+        for m in (150, 300):
+            idx = _splits(y, m)
+            errors, separable = _errors(make(layout), X, y, idx)
+            errors_scaled, separable_scaled = _errors(make(layout), scaled, y, idx)
+            np.testing.assert_array_equal(separable_scaled, separable)
+            np.testing.assert_array_equal(errors_scaled[~separable], errors[~separable])
+            assert (~separable).sum() >= 4
