@@ -53,11 +53,12 @@ def _coded(table: pd.DataFrame):
 
 def _naive_bayes(cont, colour, y, train, test, K=3):
     """Gaussians with each feature's variance pooled over the classes (maximum likelihood,
-    + 1e-9 x the largest + 1e-12), Laplace-smoothed (l = 1) counts and prior."""
+    + 1e-9 x each feature's own variance over the training rows), Laplace-smoothed (l = 1)
+    counts and prior."""
     c, d, t = cont[train], colour[train], y[train]
     mu = np.array([c[t == k].mean(axis=0) for k in range(K)])
     var = ((c - mu[t]) ** 2).sum(axis=0) / len(t)
-    var = var + 1e-9 * var.max() + 1e-12
+    var = var + 1e-9 * c.var(axis=0)
     counts = np.bincount(t, minlength=K)
     scores = -0.5 * (((cont[test, None, :] - mu[None]) ** 2) / var).sum(axis=2)
     scores += np.log(counts + 1.0)
@@ -71,7 +72,9 @@ def _lda(cont, colour, y, train, test, K=3, epsilon=1e-4):
     Z = np.column_stack([cont, colour])
     Zt, t = Z[train], y[train]
     mu = np.array([Zt[t == k].mean(axis=0) for k in range(K)])
-    cov = (Zt - mu[t]).T @ (Zt - mu[t]) / len(t) + epsilon * np.eye(Z.shape[1])
+    units = np.abs(Zt - mu[t]).max(axis=0)  # epsilon relative to each feature (issue 30)
+    units = np.where(units > 0, units, 1.0)
+    cov = (Zt - mu[t]).T @ (Zt - mu[t]) / len(t) + epsilon * np.diag(units**2)
     P = np.linalg.inv(cov)
     prior = np.log(np.bincount(t, minlength=K))
     return np.column_stack(

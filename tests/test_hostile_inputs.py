@@ -65,6 +65,15 @@ def table(
     return "\n".join([head, *(",".join(r[k] for k in keep) for r in rows)]) + "\n"
 
 
+def scaled(factor: float) -> str:
+    """The tiny CSV with its continuous attributes a, b, c in other units (times factor)."""
+    lines = table().splitlines()
+    rows = [line.split(",") for line in lines[1:]]
+    for cells in rows:
+        cells[:3] = [repr(float(cell) * factor) for cell in cells[:3]]
+    return "\n".join([lines[0], *(",".join(cells) for cells in rows)]) + "\n"
+
+
 BASE = """\
 name: tiny
 dataset: {path: data.csv, target: y}
@@ -389,6 +398,14 @@ ROWS = [
                "'Pairs.CSV'", "a file genvdis writes"),
     bad_theory("theory-name-explorer.html", theory(replace={"name: th": "name: explorer.html"}),
                "name", "explorer.html"),
+    # issue 30 §1: values of any size within the documented bound run (under `none`)
+    *(
+        Row(f"values-near-{factor:g}-raw-{policy}", {"data.csv": scaled(factor)},
+            config("preprocessing: {continuous: none}",
+                   f"models: [naive_bayes, {{name: logistic_regression, separable: {policy}}}]"),
+            RUN_ARGS, 0, [])
+        for factor in (1e15, 1e-150) for policy in ("sample", "max_margin", "ridge")
+    ),
 ]  # fmt: skip
 
 
