@@ -7,7 +7,9 @@ Heavy libraries are imported inside the functions: `import genvdis` stays cheap.
 
 from __future__ import annotations
 
+import operator
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +22,7 @@ __all__ = [
 ]  # fmt: skip
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator, Sequence
+    from collections.abc import Callable, Iterable, Sequence
 
     import pandas as pd
 
@@ -28,6 +30,8 @@ if TYPE_CHECKING:
     from genvdis.progress import Progress
 
 BACKENDS = ("loky", "threading", "dask")
+RUN_OPTIONS = ("jobs", "backend", "scheduler", "progress", "force", "wait", "allow_imports")
+WORKERS, PREFIXES = "a whole number of workers", "import prefixes"
 
 
 def _path_arg(name: str, value: Any, what: str) -> None:
@@ -48,6 +52,80 @@ def _mirror_arg(mirror: Any) -> str | None:
     )
 
 
+# --------------------------------------------------------------------------- argument checks
+# Each public function checks its arguments once, here, so that a wrong type is one line
+# naming the argument, never a traceback from deep inside or a value silently misread.
+
+
+def _whole(name: str, value: Any, what: str = "a whole number") -> int:
+    """An integer argument as int: Python's or numpy's, not a bool (True is not 1 worker) and
+    not a float (2.5 splits has no meaning; 2.0 is a slip worth a word)."""
+    if not isinstance(value, bool) and type(value).__name__ not in ("bool", "bool_"):
+        try:
+            return operator.index(value)
+        except TypeError:
+            pass
+    raise UserError(f"{name}: give {what}, not {type(value).__name__}")
+
+
+def _optional_whole(name: str, value: Any) -> int | None:
+    return None if value is None else _whole(name, value)
+
+
+def _flag(name: str, value: Any) -> bool:
+    """A real bool (numpy's too): "no" or 0 would be taken as true or false unseen, and
+    `force` bypasses the bounds."""
+    if isinstance(value, bool):
+        return value
+    if type(value).__module__ == "numpy" and type(value).__name__ in ("bool", "bool_"):
+        return bool(value)
+    raise UserError(f"{name}: give True or False, not {type(value).__name__}")
+
+
+def _strings(name: str, value: Any, what: str, *, single: bool) -> list[str]:
+    """A list (or tuple) of str, None for none. A lone str is one item if `single` (what
+    vary="split=random" means), else refused (as a list, its letters would be read)."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        if single:
+            return [value]
+        raise UserError(f"{name}: give a list of {what}, not the str '{value}'")
+    if not isinstance(value, list | tuple):
+        raise UserError(f"{name}: give a list of {what}, not {type(value).__name__}")
+    for item in value:
+        if not isinstance(item, str):
+            raise UserError(f"{name}: give a list of {what} (str), not one holding {item!r}")
+    return list(value)
+
+
+def _sources(name: str, value: Any) -> list[Any]:
+    """One config or a list (tuple, iterator) of them, at least one; each checked by its
+    user."""
+    sources = list(value) if isinstance(value, list | tuple | Iterator) else [value]
+    if not sources:
+        raise UserError(f"{name}: the list is empty; give at least one config")
+    return sources
+
+
+def _run_options(
+    jobs: Any = 1, backend: Any = "loky", scheduler: Any = None, progress: Any = None,
+    force: Any = False, wait: Any = False, allow_imports: Any = (),
+) -> dict[str, Any]:  # fmt: skip
+    """`run`'s execution options checked and normalised (`sweep` passes them on to it)."""
+    check_run_options(jobs=jobs, backend=backend, scheduler=scheduler, allow_imports=allow_imports)
+    if progress is not None and not callable(progress):
+        raise UserError(
+            f"progress: give a callable (see genvdis.progress) or None, not "
+            f"{type(progress).__name__}"
+        )
+    return {
+        "jobs": _whole("--jobs", jobs, WORKERS), "backend": backend, "scheduler": scheduler,
+        "progress": progress, "force": _flag("force", force), "wait": _flag("wait", wait),
+        "allow_imports": tuple(_strings("--allow-import", allow_imports, PREFIXES, single=False)),
+    }  # fmt: skip
+
+
 def load_config(source: str | Path) -> ExperimentConfig:
     """Read and validate a run config: a YAML file, or the name of a built-in one.
 
@@ -55,7 +133,7 @@ def load_config(source: str | Path) -> ExperimentConfig:
     ----------
     source : str or Path
         A config file's path; or, when no such file exists, the name of a built-in config
-        (`genvdis configs` lists them: the 15 Figure 1 panels).
+        (`genvdis configs` lists them: the 15 Figure 1 panels and the worked examples).
 
     Returns
     -------
@@ -182,17 +260,16 @@ def check_run_options(
     """
     from genvdis import estimators, pool
 
-    if not isinstance(jobs, int) or isinstance(jobs, bool):
-        raise UserError(f"--jobs: give a whole number of workers, not {type(jobs).__name__}")
-    pool.check_jobs(jobs)
-    if backend not in BACKENDS:
-        raise UserError(f"--backend must be loky, threading or dask, not '{backend}'")
+    pool.check_jobs(_whole("--jobs", jobs, WORKERS))
+    if not isinstance(backend, str) or backend not in BACKENDS:
+        raise UserError(f"--backend must be loky, threading or dask, not {backend!r}")
+    if scheduler is not None and not isinstance(scheduler, str):
+        raise UserError(f"--scheduler: give an address as a str, not {type(scheduler).__name__}")
     if scheduler and backend != "dask":
         raise UserError("--scheduler needs --backend dask")
-    if isinstance(allow_imports, str):  # its letters would be taken as prefixes
-        raise UserError(f"--allow-import: give a list of import prefixes, not '{allow_imports}'")
-    if allow_imports or os.environ.get(estimators.ALLOW_ENV):
-        estimators.allowed_prefixes(allow_imports)
+    prefixes = _strings("--allow-import", allow_imports, PREFIXES, single=False)
+    if prefixes or os.environ.get(estimators.ALLOW_ENV):
+        estimators.allowed_prefixes(prefixes)
 
 
 def validate(configs: Iterable[str | Path], allow_imports: Iterable[str] = ()) -> Iterator[str]:
@@ -202,10 +279,10 @@ def validate(configs: Iterable[str | Path], allow_imports: Iterable[str] = ()) -
 
     Parameters
     ----------
-    configs : str or Path, each
+    configs : str or Path, or a list of them (not empty)
         YAML files, or built-in names.
-    allow_imports : str, each
-        Import prefixes estimator entries may use besides ``sklearn``.
+    allow_imports : list of str
+        Import prefixes estimator entries may use besides ``sklearn`` (a lone str is refused).
 
     Yields
     ------
@@ -228,12 +305,19 @@ def validate(configs: Iterable[str | Path], allow_imports: Iterable[str] = ()) -
     from genvdis.theoryconfig import parse_theory_config
     from genvdis.variants import check_block
 
-    checked: list[tuple[str, Any]] = []  # run configs, refused together as `run` does
-    for path in configs:
+    sources = _sources("configs", [configs] if isinstance(configs, str | os.PathLike) else configs)
+    allow_imports = _strings("--allow-import", allow_imports, PREFIXES, single=False)
+    for source in sources:
+        _path_arg("configs", source, "a config file or a built-in name")
+    checked: list[tuple[str, Any]] = []  # refused together as `run` does (a theory and a run
+    # of one name would write one folder too)
+    for path in sources:
         file = builtin.resolve(path)
         data = read_yaml(file)
         if is_theory_config(data):
             theory = parse_theory_config(data, str(path))
+            checked.append((str(path), theory))
+            check_distinct_names(checked)
             yield f"{path}: ok (theory {theory.name}, {len(theory.n)} values of n)"
             continue
         block = data.pop(VARIANTS_KEY, None) if isinstance(data, dict) else None
@@ -253,21 +337,15 @@ def validate(configs: Iterable[str | Path], allow_imports: Iterable[str] = ()) -
 
 def _check_columns(config: ExperimentConfig, file: Path) -> None:
     """What `validate` can check of a config's data without reading or fetching it: a
-    registered dataset's name and attribute names, a local table's presence."""
-    from genvdis import datasets, preprocessing
+    registered dataset's name and attribute names, a local table (a regular file, there)."""
+    from genvdis import datasets, datasource, preprocessing
     from genvdis.sections import FileDataset
 
     dataset = config.dataset
     if isinstance(dataset, str):  # the registry knows its attributes: checked as a run does
         preprocessing.select_attributes(datasets.get_info(dataset), config.attributes)
     elif isinstance(dataset, FileDataset) and dataset.path is not None:
-        table = Path(dataset.path)
-        table = table if table.is_absolute() else file.parent / table
-        if not table.exists():
-            raise UserError(
-                f"dataset.path: {dataset.path} not found (looked for {table}; a relative path "
-                "is read from the config's folder)"
-            )
+        datasource.table_path(dataset, file.parent)  # as a run checks it
 
 
 def run(  # its length is the numpydoc docstring; the code is under 30 lines
@@ -292,7 +370,8 @@ def run(  # its length is the numpydoc docstring; the code is under 30 lines
     config : ExperimentConfig, str or Path
         A config from `load_config`, or what `load_config` accepts (a path or a built-in name).
     splits, seed : int, optional
-        Replace the config's number of splits per m, and its seed.
+        Replace the config's number of splits per m, and its seed (Python or numpy integers;
+        every integer argument takes both, never a bool or a float).
     jobs : int
         Parallel workers (capped at the cores; a loky run estimated under 4 CPU-seconds
         stays in this process, where it is over sooner).
@@ -307,13 +386,15 @@ def run(  # its length is the numpydoc docstring; the code is under 30 lines
         context manager giving a function of the blocks just finished (see
         `genvdis.progress`; ``genvdis.progress.rich_bar`` is the command line's bar). Default:
         nothing is shown; the API never prints.
-    force : bool
-        Run beyond the work, memory and size bounds, and on more workers than cores.
-    wait : bool
-        If another run holds the run folder, wait for it instead of raising `UserError`.
-    allow_imports : iterable of str
+    force, wait : bool
+        True or False only (numpy's too): ``force="no"`` is refused, not taken as true.
+        ``force``: run beyond the work, memory and size bounds, and on more workers than cores.
+        ``wait``: if another run holds the run folder, wait for it instead of raising
+        `UserError`.
+    allow_imports : list of str
         Import prefixes (packages) that estimator entries may name besides ``sklearn``, as
-        ``--allow-import`` (``$GENVDIS_ALLOW_IMPORTS`` adds more); see docs/config.md.
+        ``--allow-import`` (``$GENVDIS_ALLOW_IMPORTS`` adds more); see docs/config.md. A lone
+        str is refused (its letters would be read as prefixes).
 
     Returns
     -------
@@ -331,17 +412,16 @@ def run(  # its length is the numpydoc docstring; the code is under 30 lines
     from genvdis import engine
     from genvdis.config import ExperimentConfig
 
-    check_run_options(jobs=jobs, backend=backend, scheduler=scheduler, allow_imports=allow_imports)
+    options = _run_options(jobs, backend, scheduler, progress, force, wait, allow_imports)
+    splits, seed = _optional_whole("splits", splits), _optional_whole("seed", seed)
     _path_arg("out", out, "the results folder")
     mirror = _mirror_arg(mirror)
     if not isinstance(config, ExperimentConfig):
         config = load_config(config)
     config = config.with_overrides(splits=splits, seed=seed)
     run_dir = engine.run_experiment(
-        config, Path(out), jobs=jobs, backend=backend, scheduler=scheduler, mirror=mirror,
-        base_dir=config.data_dir, progress=progress, force=force, wait=wait,
-        allow_imports=tuple(allow_imports),
-    )  # fmt: skip
+        config, Path(out), mirror=mirror, base_dir=config.data_dir, **options
+    )
     return Results(run_dir)
 
 
@@ -360,10 +440,11 @@ def sweep(
 
     Parameters
     ----------
-    configs : ExperimentConfig, str or Path, or a list of them
+    configs : ExperimentConfig, str or Path, or a list (or tuple) of them, not empty
         As `run` takes one.
     vary : list of str, optional
-        ``"KEY=V1,V2"`` items, as ``--vary`` takes them: their cross product.
+        ``"KEY=V1,V2"`` items, as ``--vary`` takes them: their cross product. A lone str is
+        one item (``vary="split=random"``).
     variants : str or Path, optional
         A YAML file holding a ``variants:`` block. Without it and `vary`, each config's own
         ``variants:`` block.
@@ -387,12 +468,18 @@ def sweep(
     from genvdis import builtin, sweeps
     from genvdis.config import ExperimentConfig
 
-    checked = ("jobs", "backend", "scheduler", "allow_imports")
-    check_run_options(**{k: options[k] for k in checked if k in options})
+    unknown = [key for key in options if key not in RUN_OPTIONS]
+    if unknown:
+        raise UserError(f"sweep: no argument '{unknown[0]}' (run's: {', '.join(RUN_OPTIONS)})")
+    options = _run_options(**options)
+    splits, seed = _optional_whole("splits", splits), _optional_whole("seed", seed)
+    vary = _strings("vary", vary, "KEY=V1,V2 items", single=True)
+    if variants is not None:
+        _path_arg("variants", variants, "a variants file")
     _path_arg("out", out, "the results folder")
     mirror = _mirror_arg(mirror)
-    sources = configs if isinstance(configs, list) else [configs]
-    given = sweeps.given_variants(list(vary or []), variants)
+    sources = _sources("configs", configs)
+    given = sweeps.given_variants(vary, variants, options["force"])
     named = []  # (where, config, path) of each source
     for source in sources:
         if not isinstance(source, ExperimentConfig):
@@ -403,6 +490,7 @@ def sweep(
         named.append((str(config.name if path is None else source), config, path))
     check_distinct_names([(where, config) for where, config, _ in named])
     plans = [
-        sweeps.plan_config(config, where, path, given, mirror) for where, config, path in named
+        sweeps.plan_config(config, where, path, given, mirror, options["force"])
+        for where, config, path in named
     ]
     return sweeps.run_sweeps(plans, Path(out), mirror=mirror, **options)

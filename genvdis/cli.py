@@ -177,6 +177,18 @@ def fetch(
         typer.echo(f"{name}: {len(paths)} file(s) in {fetching.data_dir()}")
 
 
+def _of_config(path: str, check) -> None:
+    """`check()`, its UserError said of the config at `path` (an option's is said as is)."""
+    from genvdis.errors import UserError
+
+    try:
+        check()
+    except UserError as error:
+        if str(error).startswith("--"):
+            raise
+        raise UserError(f"{path}: {error}") from None
+
+
 def _load_engine() -> None:
     """Import the engine and its libraries with the garbage collector paused
     (`tuning.collector_paused`): ~45 ms of a run's start."""
@@ -204,7 +216,7 @@ def run(
 ) -> None:
     """Run the protocol: S random splits per m, every model, errors and summary CSVs."""
     _load_engine()
-    from genvdis import api
+    from genvdis import api, results
     from genvdis.errors import UserError
 
     progress = _start_run(quiet)
@@ -215,7 +227,10 @@ def run(
     named = [(str(path), config) for path, config in zip(configs, loaded, strict=True)]
     api.check_distinct_names(named)  # before anything runs
     api.check_distinct_panels(named)
+    for path, config in named:  # --out, and no theory's folder of a config's name
+        _of_config(path, lambda config=config: results.prepare_output(out, config.name))
     for path, config in zip(configs, loaded, strict=True):
+        before = _manifest_stamp(out / config.name)
         try:
             done = api.run(
                 config, out=out, mirror=mirror, progress=progress, force=force, wait=wait,
@@ -225,7 +240,20 @@ def run(
             if str(error).startswith("--"):
                 raise
             raise UserError(f"{path}: {error}") from None
-        log.info("%s: wrote %s", config.name, done.path)
+        if before is None or _manifest_stamp(done.path) != before:  # else: said "up to date"
+            log.info("%s: wrote %s", config.name, done.path)
+
+
+def _manifest_stamp(run_dir: Path) -> tuple[int, int] | None:
+    """The run folder's manifest file (inode, mtime): a run that wrote anything committed a
+    new one (written, then renamed into place); one found up to date left it as it was."""
+    from genvdis.results import MANIFEST
+
+    try:
+        found = (run_dir / MANIFEST).stat()
+    except OSError:
+        return None
+    return found.st_ino, found.st_mtime_ns
 
 
 @app.command()
@@ -283,6 +311,7 @@ def theory(
     """Sample complexity on synthetic data: m*(eps) vs n features, NB vs LR, with fits."""
     _load_engine()
     from genvdis import api, builtin
+    from genvdis.results import prepare_output
     from genvdis.theory import run_theory
     from genvdis.theoryconfig import load_theory_config
 
@@ -292,6 +321,8 @@ def theory(
     loaded = [load_theory_config(builtin.resolve(path, "theory")) for path in configs]
     loaded = [config.with_overrides(splits=splits) for config in loaded]
     api.check_distinct_names(list(zip(configs, loaded, strict=True)))  # before anything runs
+    for path, config in zip(configs, loaded, strict=True):  # --out, and no run's folder there
+        _of_config(path, lambda config=config: prepare_output(out, config.name, "theory"))
     for config in loaded:
         # run_theory says itself what it did: "wrote <dir> in N s", or "up to date (<dir>)"
         run_theory(config, out, jobs=jobs, progress=progress, force=force, wait=wait)
@@ -400,7 +431,8 @@ def validate(
 @app.command("configs")
 @_guarded
 def list_configs() -> None:
-    """The built-in configs: the 15 Figure 1 panels and the theory experiments."""
+    """The built-in configs: the 15 Figure 1 panels, the worked examples and the theory
+    experiments."""
     from rich.console import Console
     from rich.table import Column, Table
 
@@ -413,7 +445,9 @@ def list_configs() -> None:
         panel = str(config.panel) if config.panel else "-"
         table.add_row(config.name, config.kind, panel, config.dataset, config.title)
     Console().print(table)
-    typer.echo(f"`genvdis run NAME` (panels), `genvdis theory NAME`; files: {builtin.folder()}")
+    typer.echo(
+        f"`genvdis run NAME` (panels, examples), `genvdis theory NAME`; files: {builtin.folder()}"
+    )
 
 
 @app.command()

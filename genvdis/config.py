@@ -20,6 +20,7 @@ from pydantic import (
     model_serializer,
 )
 
+from genvdis import resultnames
 from genvdis.errors import UserError
 from genvdis.sections import (
     DatasetSpec,
@@ -47,10 +48,9 @@ MIN_BOOT, MAX_BOOT = 10, 10_000
 # A run's name is a folder under --out, and `<name>.png` a file in it: a plain name (nothing
 # outside --out), well under the 255 bytes a file name may have.
 NAME_PATTERN, MAX_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", 100
-# Files genvdis writes at the top of a results folder, beside the run folders (compared
-# ignoring case, as macOS and Windows file systems do).
-RESULTS_FILES = ("REPORT.md", "REPORT.html", "analysis.csv", "figure1.png", "figure1.pdf")
-RESULTS_FILES += ("sensitivity.csv",)
+# Files genvdis writes at the top of a results folder, beside the run folders: the names its
+# writers use (compared ignoring case, as macOS and Windows file systems do).
+RESULTS_FILES = resultnames.TOP_LEVEL
 # A config's `variants:` block is for `genvdis sweep` (genvdis/variants.py); `run` runs the
 # config itself, the sweep's baseline.
 VARIANTS_KEY = "variants"

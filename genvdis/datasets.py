@@ -57,8 +57,9 @@ class RawData:
     target: str
     checksums: dict[str, str] = field(default_factory=dict)
     source: str = ""
-    # attributes inferred discrete only for a few text cells among many numbers, each with
-    # the error that refuses it if a config uses it (datasource._doubt)
+    # attributes whose kind could not be inferred (a few text cells among many numbers,
+    # numbers with a decimal comma), each with the error that refuses it if a config uses it
+    # (datasource.infer_kind)
     doubtful: dict[str, str] = field(default_factory=dict)
 
 

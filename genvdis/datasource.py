@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import hashlib
 import lzma
+import stat
 import tarfile
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +21,7 @@ from genvdis.config import ExperimentConfig
 from genvdis.datasets import RawData
 from genvdis.errors import UserError
 from genvdis.fetch import fetch_url, file_sha256
+from genvdis.preprocessing import read_numbers
 from genvdis.sections import FileDataset, SklearnSource, SyntheticSource
 
 
@@ -43,12 +46,55 @@ def load_data(
 FEW_VALUES = 10  # numbers with at most this many distinct values are inferred discrete
 
 
-def _infer_kind(column: pd.Series) -> str:
-    """Numbers with many distinct values are continuous; anything else is discrete."""
-    values = pd.to_numeric(column.dropna(), errors="coerce")
-    if values.isna().any() or values.nunique() <= FEW_VALUES:
-        return "discrete"
-    return "continuous"
+@dataclass(frozen=True)
+class Inferred:
+    """An attribute column's kind as inferred (`infer_kind`), for `run` and `genvdis init`
+    alike: `why` says it in init's comment; `refused`, when set, is the one-line error a run
+    gives if a config uses the column with that kind not declared."""
+
+    kind: str
+    why: str
+    refused: str | None = None
+    numbers_unread: bool = False  # numbers written with commas genvdis does not guess at
+
+
+def infer_kind(column: pd.Series, label: str = "") -> Inferred:
+    """Numbers (`preprocessing.read_numbers`: '12,345.6' too) with more than FEW_VALUES
+    distinct values are continuous; other numbers, and text, are discrete. Refused: numbers
+    whose commas cannot be read for sure ('1,5'; only '1,500's), and many numbers with some
+    text cells (most often a missing token the config does not list: inferred discrete, the
+    column would silently leave `attributes: continuous`, or be one-hot coded value by value)."""
+    where = f"{label}: column '{column.name}'"
+    present = column.dropna()
+    numbers = read_numbers(column)
+    if numbers.unread:
+        why = (
+            f"{where} {numbers.problem} (or declare it discrete in dataset.kinds, "
+            f"'{column.name}': discrete, to take its cells as levels)"
+        )
+        return Inferred("discrete", numbers.unread, why, numbers_unread=True)
+    values = numbers.values[present.index]
+    count, text = values.nunique(), values.isna().to_numpy()
+    if text.any():
+        if count <= FEW_VALUES:
+            return Inferred("discrete", f"text, {present.nunique()} values")
+        row, cell = present.index[text][0], present[text].iloc[0]
+        why = (
+            f"text, {present.nunique()} values: numbers but for text in {int(text.sum())} rows, "
+            f"first '{cell}'; if it means missing, list it in dataset.missing_values and make "
+            "this continuous"
+        )
+        return Inferred("discrete", why, (
+            f"{where} holds numbers ({count} distinct) and text: '{cell}' in data row "
+            f"{row + 1} ({int(text.sum())} such cells); if it means missing, list it in "
+            "dataset.missing_values, else declare the column's kind in dataset.kinds "
+            f"('{column.name}': discrete)"
+        ))  # fmt: skip
+    written = " with thousands separators" if numbers.grouped else ""
+    if count > FEW_VALUES:
+        return Inferred("continuous", f"numbers{written}, {count} distinct values")
+    whole = "whole numbers" if (values == values.round()).all() else "numbers"
+    return Inferred("discrete", f"{whole}{written}, {count} values")
 
 
 # How pandas reads a file by its name's ending (pandas.io.common.extension_to_compression),
@@ -113,20 +159,36 @@ def _read_table(path: Path, sep: str, spec: FileDataset, label: str) -> pd.DataF
     return cells.mask(cells.isin(spec.missing_values))
 
 
+def table_path(spec: FileDataset, base_dir: Path = Path(".")) -> Path:
+    """The local file `dataset.path` names, read from `base_dir` (the config's folder) when
+    relative: there, and a regular file. `validate` checks it so too. Only its status is
+    read: a named pipe is never opened (a read would wait for a writer)."""
+    path = Path(spec.path)
+    path = path if path.is_absolute() else base_dir / path
+    try:
+        mode = path.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        where = "" if path == Path(spec.path) else (
+            f" (looked for {path}; a relative path is read from the config's folder)"
+        )  # fmt: skip
+        raise UserError(f"dataset.path: {spec.path} not found{where}") from None
+    except OSError as error:  # a folder on its way that cannot be searched, a loop of links
+        raise UserError(f"dataset.path: {spec.path}: {error.strerror or error}") from None
+    if stat.S_ISDIR(mode):
+        raise UserError(f"dataset.path: {spec.path} is a folder; give the table's file")
+    if not stat.S_ISREG(mode):
+        what = "a named pipe (FIFO)" if stat.S_ISFIFO(mode) else "a device or socket"
+        raise UserError(
+            f"dataset.path: {spec.path} is not a regular file but {what}; give the table's file"
+        )
+    return path
+
+
 def read_file_table(spec: FileDataset, *, base_dir: Path = Path(".")) -> tuple[pd.DataFrame, Path]:
     """A user's own CSV/TSV (local, or a URL pinned by sha256) as stripped text cells, and
     the file read: its target column and at least one other are there, `kinds` names only
     its columns. (`genvdis init` reads a table so, then infers its own kinds.)"""
-    if spec.url is not None:
-        path = fetch_url(spec.url, spec.sha256)
-    else:
-        path = Path(spec.path)
-        if not path.is_absolute():
-            path = base_dir / path
-        if path.is_dir():
-            raise UserError(f"dataset.path: {spec.path} is a folder; give the table's file")
-        if not path.is_file():
-            raise UserError(f"dataset file not found: {spec.path}")
+    path = fetch_url(spec.url, spec.sha256) if spec.url is not None else table_path(spec, base_dir)
     sep = spec.sep or ("\t" if path.suffix.lower() in {".tsv", ".tab"} else ",")
     label = spec.path or spec.url
     frame = _read_table(path, sep, spec, label)
@@ -143,42 +205,21 @@ def read_file_table(spec: FileDataset, *, base_dir: Path = Path(".")) -> tuple[p
     return frame, path
 
 
-def _doubt(column: pd.Series, label: str) -> str | None:
-    """Why a column's kind cannot be inferred: numbers that would be continuous (more than 10
-    distinct values) but for some text cells. The text is most often a missing token the
-    config does not list ('unknown', '-'); inferred discrete, the column would silently leave
-    `attributes: continuous`, or be one-hot coded value by value."""
-    present = column.dropna()
-    values = pd.to_numeric(present, errors="coerce")
-    text = values.isna().to_numpy()
-    if not text.any() or values.nunique() <= FEW_VALUES:
-        return None
-    row, cell = present.index[text][0], present[text].iloc[0]
-    return (
-        f"{label}: column '{column.name}' holds numbers ({values.nunique()} distinct) and "
-        f"text: '{cell}' in data row {row + 1} ({int(text.sum())} such cells); if it means "
-        "missing, list it in dataset.missing_values, else declare the column's kind in "
-        f"dataset.kinds ('{column.name}': discrete)"
-    )
-
-
 def load_file_dataset(spec: FileDataset, *, base_dir: Path = Path(".")) -> RawData:
     """A user's own CSV/TSV (local, or a URL pinned by sha256): label column, kinds inferred
     unless declared."""
     frame, path = read_file_table(spec, base_dir=base_dir)
     label = spec.path or spec.url
     columns = [column for column in frame.columns if column != spec.target]
-    attributes = {
-        column: spec.kinds.get(column) or _infer_kind(frame[column]) for column in columns
-    }
-    doubts = {c: _doubt(frame[c], label) for c in columns if c not in spec.kinds}
+    inferred = {c: infer_kind(frame[c], label) for c in columns if c not in spec.kinds}
+    attributes = {c: spec.kinds.get(c) or inferred[c].kind for c in columns}
     return RawData(
         frame=frame,
         attributes=attributes,
         target=spec.target,
         checksums={path.name: file_sha256(path)},
         source=str(spec.url or spec.path),
-        doubtful={column: why for column, why in doubts.items() if why},
+        doubtful={c: kind.refused for c, kind in inferred.items() if kind.refused},
     )
 
 
@@ -205,7 +246,7 @@ def load_sklearn(name: str) -> RawData:
     names = getattr(bunch, "target_names", None)
     if names is not None and np.issubdtype(y.dtype, np.integer):
         frame["target_name"] = np.asarray(names).astype(str)[y]
-    attributes = {column: _infer_kind(frame[column]) for column in frame.columns[: X.shape[1]]}
+    attributes = {c: infer_kind(frame[c]).kind for c in frame.columns[: X.shape[1]]}
     digest = hashlib.sha256(np.ascontiguousarray(X).tobytes() + y.tobytes()).hexdigest()
     return RawData(
         frame=frame,

@@ -42,10 +42,9 @@ MODULE_NAME = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*"
 ALLOW_ENV = "GENVDIS_ALLOW_IMPORTS"
 # splits draw from stream 0, the built-in models from stream 1 (engine.run_block)
 RANDOM_STATE_STREAM = 2
-# a tiny design for checking parameters where scikit-learn's own check is missing: two
-# non-negative integer features (valid one-hot and ordinal input), both classes twice
-TINY_X = np.array([[0.0, 1.0], [1.0, 0.0], [0.0, 0.0], [1.0, 1.0]])
-TINY_Y = np.array([0, 1, 0, 1])
+# the sample an entry's parameters are checked on (its own fit): both classes 10 times, enough
+# for an estimator's own 5-fold cross-validation
+SAMPLE_ROWS = 20
 
 
 def allowed_prefixes(extra: Iterable[str] = ()) -> tuple[str, ...]:
@@ -168,14 +167,25 @@ def _parameter_names(cls: type) -> set[str]:
 def build(spec: EstimatorSpec, layout: FeatureLayout, allowed: Iterable[str]) -> EstimatorModel:
     """An entry checked as `genvdis validate` checks it, with what genvdis supplies: a
     per-split random_state, and under `encoding: ordinal` on discrete data, each attribute's
-    number of levels as `min_categories` (counted on the whole dataset, as for naive_bayes)."""
+    number of levels as `min_categories` (counted on the whole dataset, as for naive_bayes).
+    A categorical estimator (one with `min_categories`) under `encoding: ordinal` is refused
+    on data with continuous attributes: it would read each rescaled value, truncated to an
+    integer, as a category (scikit-learn then fails with an IndexError at the first test
+    value no training row had, or counts meaningless categories)."""
     cls = resolve(spec, allowed)
     params = dict(spec.params)
     names = _parameter_names(cls)
-    if spec.encoding == "ordinal" and "min_categories" in names and "min_categories" not in params:
-        if layout.levels and not layout.n_continuous:
+    if spec.encoding == "ordinal" and "min_categories" in names:
+        if layout.n_continuous:  # CategoricalNB: each value a category, truncated to int
+            raise UserError(
+                f"{_entry(spec)}: takes every column as categories (it has min_categories), "
+                f"and this data has {layout.n_continuous} continuous attribute(s), whose values "
+                "it would truncate to integers; set preprocessing: {continuous: discretize}, "
+                "or choose discrete attributes (attributes:)"
+            )
+        if layout.levels and "min_categories" not in params:
             params["min_categories"] = list(layout.levels)
-    check_params(spec, cls, params)
+    check_params(spec, cls, params, layout)
     seeded = "random_state" in names and "random_state" not in params
     return EstimatorModel(spec.name, cls, params, spec.encoding, layout, seeded)
 
@@ -199,9 +209,14 @@ def build_models(
     ]
 
 
-def check_params(spec: EstimatorSpec, cls: type, params: dict[str, Any]) -> None:
-    """scikit-learn's own parameter check: set_params (unknown names), then _validate_params
-    (types and ranges); an estimator without the latter is fitted on a tiny sample."""
+def check_params(
+    spec: EstimatorSpec, cls: type, params: dict[str, Any], layout: FeatureLayout | None = None
+) -> None:
+    """The parameters, checked through the estimator's public API only: `set_params(**params)`
+    (an unknown name; without set_params, the constructor), then the estimator's own `fit` on
+    a small sample shaped as the run's input (types and ranges: scikit-learn's checks them
+    there first). Not scikit-learn's private `_validate_params`, which a user's class written
+    from `BaseEstimator` alone cannot run (it has no `_parameter_constraints`)."""
     try:
         estimator = cls()
     except Exception as error:
@@ -209,18 +224,35 @@ def check_params(spec: EstimatorSpec, cls: type, params: dict[str, Any]) -> None
             f"{_entry(spec)}: cannot be built without arguments ({_line(error)}); a config "
             "can give only plain parameters"
         ) from None
+    layout = layout or FeatureLayout(0)
+    given = params.get("min_categories")
+    if not (layout.n_continuous or layout.levels) and isinstance(given, list):
+        if all(isinstance(k, int) and k > 0 for k in given):  # per-column: a sample that wide
+            layout = FeatureLayout(0, tuple(given))
+    X, y = _sample(layout, spec.encoding)
     try:
-        if hasattr(estimator, "set_params"):
+        if callable(getattr(estimator, "set_params", None)):
             estimator.set_params(**params)
         else:
             estimator = cls(**params)
-        if hasattr(estimator, "_validate_params"):
-            estimator._validate_params()
-        else:
-            with counting_warnings():
-                estimator.fit(TINY_X, TINY_Y)
+        with counting_warnings():
+            estimator.fit(X, y)
     except Exception as error:
         raise UserError(f"{_entry(spec)}: params: {_line(error)}") from None
+
+
+def _sample(layout: FeatureLayout, encoding: str) -> tuple[np.ndarray, np.ndarray]:
+    """SAMPLE_ROWS rows of the input an entry gets (`EstimatorModel.design`): continuous
+    columns in [0, 1], discrete ones as valid one-hot blocks or integer codes below their
+    number of levels; two binary features where the data are not known yet (validate)."""
+    rows = np.arange(SAMPLE_ROWS)
+    y = rows % 2
+    if not layout.n_continuous and not layout.levels:
+        return np.column_stack([rows // 2 % 2, rows // 4 % 2]).astype(float), y
+    continuous = [rows * (j + 3) % 7 / 6 for j in range(layout.n_continuous)]
+    codes = [(rows // 2 + j) % k for j, k in enumerate(layout.levels)]
+    X = np.column_stack(continuous + codes).astype(float)
+    return (X, y) if encoding == "ordinal" else (layout.onehot(X), y)
 
 
 def check_config(config: ExperimentConfig, allow_imports: Iterable[str] = ()) -> None:

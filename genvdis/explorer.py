@@ -26,12 +26,12 @@ from typing import Any
 import pandas as pd
 
 from genvdis import analysis as an
-from genvdis import results
+from genvdis import resultnames, results
 from genvdis.errors import UserError
 from genvdis.linestyles import STYLES, TABLEAU, separable_span
 from genvdis.runfiles import check_analysis, read_analysis, read_run_config, read_summary
 
-PAGE = "explorer.html"
+PAGE = resultnames.EXPLORER
 HOST = "127.0.0.1"
 # config keys that name, place or fingerprint a run rather than change its numbers
 NOT_SETTINGS = {
@@ -173,7 +173,7 @@ def _differences(run_dir: Path) -> dict[str, Any] | None:
 
 def _analysis_rows(folder: Path) -> dict[str, dict[str, Any]]:
     """analysis.csv beside a run (results/analysis.csv for results/<name>), by run folder."""
-    if not (folder / "analysis.csv").is_file():
+    if not (folder / resultnames.ANALYSIS).is_file():
         return {}
     table = read_analysis(folder)
     return {str(r["folder"]): r.to_dict() for _, r in table.iterrows()}
@@ -201,9 +201,8 @@ def _run_data(
     summary = read_summary(run_dir)  # checked: a table genvdis wrote, the bytes its manifest lists
     # a nested run was analysed by some earlier report; results_dir's own by this one, which a
     # rerun that committed while the report worked makes stale (the curves would be one run's,
-    # the differences and verdict another's); a run without a manifest is read as it is
-    if run_dir.parent != results_dir or (run_dir / results.MANIFEST).is_file():
-        check_analysis(run_dir, summary, analysed)
+    # the differences and verdict another's)
+    check_analysis(run_dir, summary, analysed)
     folder = run_dir.relative_to(results_dir).as_posix()
     if folder == ".":
         folder = run_dir.name

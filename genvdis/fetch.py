@@ -138,7 +138,8 @@ def _retrieve(urls: list[str], sha256: str, target: Path, label: str, limit: int
     """Try each address in turn; pooch verifies the sha256 before the file enters the cache.
     A full disk, or a cache that cannot be written, is said as such (not a network problem).
     pooch (and through it ssl, ~60 ms) is imported only when the cache misses."""
-    if target.is_file() and file_sha256(target) == sha256:
+    cached = file_sha256(target) if target.is_file() else None
+    if cached == sha256:
         return target
     import pooch
 
@@ -177,9 +178,17 @@ def _retrieve(urls: list[str], sha256: str, target: Path, label: str, limit: int
                 raise UserError(f"{label}: {_disk_problem(error, target.parent)}") from None
             failures.append(f"{url}: {type(error).__name__}")
             log.debug("download of %s failed", url, exc_info=True)
+    tried = f"tried {'; '.join(failures)}"
+    if cached is not None:  # a damaged copy is not an absent one: say which, and how to mend it
+        raise UserError(
+            f"{label}: the cached file {target} does not match its checksum (sha256 expected "
+            f"{sha256[:12]}..., found {cached[:12]}...) and a fresh copy could not be downloaded "
+            f"({tried}); delete the cached file and fetch again, or set {MIRROR_ENV} / --mirror "
+            "to a copy of the archive"
+        )
     raise UserError(
         f"{label}: could not download it and it is not in the cache {target.parent} "
-        f"(tried {'; '.join(failures)}); check the network, or set {MIRROR_ENV} / --mirror"
+        f"({tried}); check the network, or set {MIRROR_ENV} / --mirror"
     )
 
 

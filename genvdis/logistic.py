@@ -16,13 +16,18 @@ from genvdis.newton import NewtonFit, newton_logistic
 from genvdis.preprocessing import FeatureLayout
 from genvdis.sections import LogisticRegressionSpec
 
-# A vanishing ridge, 1e-8 * |w|^2 / 2 (not on the intercept), in the likelihood's objective.
+# A vanishing ridge, 1e-8 * |w|^2 / 2 (not on the intercept), in the likelihood's objective,
+# on the weights of the split's standard basis (`standard_basis`: each feature in [0, 1] over
+# the training rows), so that it is no absolute constant meeting data of some scale.
 # It makes the fit unique and finite where the maximum does not exist or is not unique:
 # quasi-complete separation (an attribute value seen in one class only: the weight would grow
 # forever, and the ridge stops it near 18) and attribute values absent from a training split
 # (the minimum-norm maximiser). Elsewhere it moves the fit by ~1e-8 relative, except where the
 # likelihood is nearly flat around a far maximum (docs/separable.md).
 TINY_RIDGE = 1e-8
+# The ridge policy's penalty in the standard basis is (1/C) / scale^2: capped here, where it
+# already holds such a feature's weight at 0 (no inf, no inf * 0).
+MAX_PENALTY = 1e250
 SAMPLER_BYTES = 64 * 2**20  # the sampler's Gram matrices, per chunk of splits
 WARM_ROWS, WARM_ITERATIONS, WARM_MAX_ITER = 200, 3, 8  # see LogisticRegression._warm_start
 SPARSE_MIN_WIDTH, SPARSE_DENSITY = 20, 0.3  # data this wide and sparse: `layouts.Sparse`
@@ -44,6 +49,67 @@ def _rows_feature_major(Z: np.ndarray, idx: np.ndarray) -> np.ndarray:
     return out
 
 
+def standard_basis(Z: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each training set idx (S, m) of Z in its own standard basis: every column shifted by its
+    least value over the split's training rows and divided by its range there (1 where it has
+    none), so in [0, 1]. Returns the rows (S m, D), split s's at s m .. s m + m - 1, and each
+    split's shifts and ranges (S, D). Logistic regression's likelihood and its maximum do not
+    depend on a feature's units or origin (a weight w' in this basis is w' / range in the
+    data's), but the vanishing ridge, Newton's stopping rules and the separability LP's margin
+    are absolute: in this basis they are the same for any units (x 1e-6 or x 1e6 give the same
+    fits to rounding, where 1e-5 once changed the errors of 12 of 20 pima splits), and a
+    sentinel value far off in the data moves only the splits that train on it. One-hot
+    columns (0 and 1 both present) are left as they are, bit for bit."""
+    standard, low, scale, _ = _standard_rows(
+        np.ascontiguousarray(Z, dtype=float), np.ascontiguousarray(idx), False
+    )
+    return standard, low, scale
+
+
+@streams.jit
+def _standard_rows(
+    Z: np.ndarray, idx: np.ndarray, feature_major: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """`standard_basis` in two passes over each split's rows (numpy's gather, reductions and
+    arithmetic took as long as Newton on pima), the same bits; with `feature_major`, also
+    those rows with a last column of ones in `layouts.Gathered`'s layout (S, D + 1, m)."""
+    S, m = idx.shape
+    D = Z.shape[1]
+    low, scale = np.empty((S, D)), np.empty((S, D))
+    high = np.empty(D)
+    rows = np.empty((S * m, D))
+    design = np.empty((S, D + 1, m) if feature_major else (0, 0, 0))
+    for s in range(S):
+        for j in range(D):
+            low[s, j], high[j] = np.inf, -np.inf
+        for i in range(m):
+            row = Z[idx[s, i]]
+            for j in range(D):
+                low[s, j] = min(low[s, j], row[j])
+                high[j] = max(high[j], row[j])
+        for j in range(D):
+            width = high[j] - low[s, j]
+            scale[s, j] = width if width > 0 else 1.0
+        for i in range(m):
+            row = Z[idx[s, i]]
+            for j in range(D):
+                value = (row[j] - low[s, j]) / scale[s, j]
+                rows[s * m + i, j] = value
+                if feature_major:
+                    design[s, j, i] = value
+            if feature_major:
+                design[s, D, i] = 1.0
+    return rows, low, scale, design
+
+
+def to_data_basis(beta: np.ndarray, shift: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """Weights (S, D + 1) (the intercept last) on a standard basis (`standard_basis`'s shifts
+    and ranges (S, D)) as the same classifiers on the data: w = w' / scale, b = b' - w . shift."""
+    w = beta[:, :-1] / scale
+    b = beta[:, -1] - np.einsum("sd,sd->s", w, shift)
+    return np.concatenate([w, b[:, None]], axis=1)
+
+
 def _gathered(Z: np.ndarray, y: np.ndarray, idx: np.ndarray) -> Gathered:
     """The logistic-regression design of training rows idx (S, m): Z's columns and an intercept."""
     rows = _rows_feature_major(Z, np.ascontiguousarray(idx))  # one compiled version, not two
@@ -53,12 +119,30 @@ def _gathered(Z: np.ndarray, y: np.ndarray, idx: np.ndarray) -> Gathered:
 @dataclass(frozen=True)
 class _Shared:
     """What the groups of one `LogisticRegression.fit_batch` call share, built once by it and
-    passed down (never kept on the model): the CSR arrays of [Z 1] where the data are sparse,
-    and the separability proofs' bound on the rows' norms (`hyperplanes.widest`, a pass over
-    all of Z: once a batch, not once a group)."""
+    passed down (never kept on the model): where the data are sparse, the CSR arrays of
+    [Z' 1], Z' being Z in one standard basis for all of it (`standard_basis` with every row
+    as the training set: `standard` (None where that is Z itself, as for one-hot and rescaled
+    columns), `shift`, `scale` (D,)), and the separability proofs' bound on Z''s rows' norms
+    (`hyperplanes.widest`, a pass over all of it: once a run, not once a group). Dense data
+    get a standard basis per training set instead, in `_fit_group`."""
 
     sparse: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
     row_norm: float | None = None
+    standard: np.ndarray | None = None
+    shift: np.ndarray | None = None
+    scale: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class _Basis:
+    """A group's training sets in their standard basis (`standard_basis`): rows Z, labels y,
+    each split's rows idx (S, m) of them, and its shifts and ranges (S, D)."""
+
+    Z: np.ndarray
+    y: np.ndarray
+    idx: np.ndarray
+    shift: np.ndarray
+    scale: np.ndarray
 
 
 def _design(Z: np.ndarray, y: np.ndarray, idx: np.ndarray, shared: _Shared) -> Design:
@@ -114,7 +198,7 @@ class LogisticRegression(LinearModel):
 
     def _warm_start(
         self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, shared: _Shared
-    ) -> np.ndarray | None:
+    ) -> np.ndarray | None:  # Z: the standard basis's rows
         """For large training sets, a first fit on every k-th training row (~WARM_ROWS of them):
         Newton then needs about half its iterations on the whole set. That fit stops after
         WARM_ITERATIONS iterations unless its iterate separates the subsample: going on to the
@@ -161,31 +245,61 @@ class LogisticRegression(LinearModel):
         return start if start.any() else None
 
     def shared(self, Z: np.ndarray, y: np.ndarray) -> _Shared:
-        """The data every group of a batch shares: the sparse CSR of [Z 1] when the data are
-        mostly zeros (as wide one-hot codings are; used for all m). A function of Z alone, so
-        the engine builds it once a run (`EncodedData.derived`) and passes it to every batch."""
+        """The data every group of a batch shares: when the data are mostly zeros (as wide
+        one-hot codings are; used for all m), the sparse CSR of [Z' 1], Z' in one standard
+        basis (`_Shared`: a per-split basis would give each split its own CSR, and shifted
+        columns are not sparse). A function of Z alone, so the engine builds it once a run
+        (`EncodedData.derived`) and passes it to every batch."""
         width, nonzero = Z.shape[1] + 1, np.count_nonzero(Z) + len(y)
         if width >= SPARSE_MIN_WIDTH and nonzero <= SPARSE_DENSITY * width * len(y):
-            return _Shared(Sparse.from_dense(Z, ones=True), hyperplanes.widest(Z))
+            standard, shift, scale = standard_basis(Z, np.arange(len(Z))[None, :])
+            shift, scale = shift[0], scale[0]
+            if not shift.any() and (scale == 1.0).all():
+                standard = None  # Z is its own standard basis (one-hot, rescaled columns)
+            data = Z if standard is None else standard
+            return _Shared(
+                Sparse.from_dense(data, ones=True), hyperplanes.widest(data), standard,
+                shift, scale,
+            )  # fmt: skip
         return _Shared(row_norm=hyperplanes.widest(Z))
 
     def _fit_group(
-        self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray,
-        start: np.ndarray | None = None, *, shared: _Shared,
+        self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray, *,
+        shared: _Shared,
     ) -> BatchFit:  # fmt: skip
-        """Three steps: Newton (stopping early on separating iterates), the separability
-        decision (`hyperplanes.decide`), the configured policy where separable."""
-        design = _design(Z, y, idx, shared)
-        if isinstance(design, Sparse) and start is None:
-            start = self._pure_level_start(Z, design)
+        """Three steps, in the training sets' standard basis (`standard_basis`; `_Shared`'s for
+        sparse data): Newton (stopping early on separating iterates), the separability decision
+        (`hyperplanes.decide`: whether a set is separable does not depend on the basis, and
+        its margin, and so the decision's tolerance, is then unit-free), the configured policy
+        where separable; the weights are then mapped back to the data's basis."""
+        S = idx.shape[0]
+        if shared.sparse is None:
+            Zs, shift, scale, rows = _standard_rows(
+                np.ascontiguousarray(Z, dtype=float), np.ascontiguousarray(idx), True
+            )
+            ys, idxs = y[idx].ravel(), np.arange(Zs.shape[0]).reshape(idx.shape)
+            # every standard value is in [0, 1]: rows' norms <= D, a bound of the split alone
+            # (`hyperplanes.widest` of the group's rows would depend on which splits share it)
+            row_norm = 1.0 + Z.shape[1]
+            start = self._warm_start(Zs, ys, idxs, shared)
+        else:
+            Zs = Z if shared.standard is None else shared.standard
+            ys, idxs, row_norm, start = y, idx, shared.row_norm, None
+            shift, scale = np.tile(shared.shift, (S, 1)), np.tile(shared.scale, (S, 1))
+        if shared.sparse is None:
+            design = Gathered.feature_major(rows, y[idx].astype(float))
+        else:
+            design = _design(Zs, ys, idxs, shared)
+            start = self._pure_level_start(Zs, design)
         fit = self._first_fit(design, start, shared)
-        beta = fit.beta
         separable, start, from_lp = hyperplanes.decide(
-            Z, y, idx, beta, fit.separating, fit.margin_bound, shared.row_norm
+            Zs, ys, idxs, fit.beta, fit.separating, fit.margin_bound, row_norm
         )  # start: where the sampler starts, a separating Newton iterate or the LP's solution
+        beta = to_data_basis(fit.beta, shift, scale)
         chosen = np.flatnonzero(separable)
-        self._apply_policy(Z, y, idx, keys, beta, chosen, start, from_lp)
-        trajectories = np.zeros(idx.shape[0], dtype=np.int64)
+        basis = _Basis(Zs, ys, idxs, shift, scale)
+        self._apply_policy(Z, y, idx, keys, beta, chosen, start, from_lp, basis)
+        trajectories = np.zeros(S, dtype=np.int64)
         if self.separable == "sample":
             trajectories[chosen] = self.mcmc_iterations
         return BatchFit(beta[:, :-1], beta[:, -1], separable, trajectories)
@@ -214,31 +328,45 @@ class LogisticRegression(LinearModel):
     def _apply_policy(
         self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray,
         beta: np.ndarray, chosen: np.ndarray, start: np.ndarray, from_lp: np.ndarray,
+        basis: _Basis,
     ) -> None:  # fmt: skip
-        """Replace beta[chosen] (the separable splits') by the `separable` policy's hyperplanes:
-        from the sampler's or max-margin starts `start` (from_lp: the LP's maximum-margin
-        solution already), or a ridge fit."""
+        """Replace beta[chosen] (the separable splits', in the data's basis) by the `separable`
+        policy's hyperplanes: from the sampler's or max-margin starts `start` (in the standard
+        `basis`; from_lp: the LP's maximum-margin solution already), or a ridge fit.
+
+        The random separating hyperplane is drawn in the data's own basis (the preprocessed
+        features, the paper's law: its version space, normalised by |z|, changes shape with a
+        feature's units, so no draw could be unit-free); the maximum-margin hyperplane is the
+        standard basis's (docs/separable.md); the ridge is the data's, |w|^2 / (2C)."""
         if chosen.size == 0:
             return
 
-        def rows(s: np.ndarray | int) -> np.ndarray:  # constraint rows, only where needed
-            return hyperplanes.signed_rows(Z[idx[s]], y[idx[s]])
+        def standard_rows(s: np.ndarray | int) -> np.ndarray:
+            return hyperplanes.signed_rows(basis.Z[basis.idx[s]], basis.y[basis.idx[s]])
 
         if self.separable == "max_margin":
             for s in chosen[~from_lp[chosen]]:  # the LP already ran for the others
-                _, start[s] = hyperplanes.max_margin(rows(s))
-            beta[chosen] = start[chosen]
+                _, start[s] = hyperplanes.max_margin(standard_rows(s))
+            beta[chosen] = to_data_basis(start[chosen], basis.shift[chosen], basis.scale[chosen])
         elif self.separable == "sample":
             # the sampler holds an m x m Gram matrix per split: bound its memory by chunking
             # (each split's draw is its own, so chunks change nothing but memory)
             chunk = max(1, SAMPLER_BYTES // (8 * idx.shape[1] ** 2))
             for part in np.array_split(chosen, -(-chosen.size // chunk)):
+                rows = hyperplanes.signed_rows(Z[idx[part]], y[idx[part]])
+                z0 = to_data_basis(start[part], basis.shift[part], basis.scale[part])
+                z0 /= np.abs(z0).max(axis=1, keepdims=True)  # its norm must not overflow
                 beta[part] = sampler.sample_version_space(
-                    rows(part), start[part], self.mcmc_iterations, keys[part]
+                    rows, z0, self.mcmc_iterations, keys[part]
                 )
         else:
-            strength = 1.0 / self.C
-            beta[chosen] = self._newton(_gathered(Z, y, idx[chosen]), strength).beta
+            design = _gathered(basis.Z, basis.y, basis.idx[chosen])
+            for i, s in enumerate(chosen):  # each split's penalty is its own in this basis
+                penalty = np.minimum(1.0 / self.C / basis.scale[s] ** 2, MAX_PENALTY)
+                fit = newton_logistic(
+                    design.take(np.array([i])), np.append(penalty, 0.0), self.max_iter, self.tol
+                )
+                beta[s] = to_data_basis(fit.beta, basis.shift[s : s + 1], basis.scale[s : s + 1])[0]
 
     def fit_batch(
         self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray | None = None,
@@ -250,8 +378,6 @@ class LogisticRegression(LinearModel):
         shared = self.shared(Z, y) if shared is None else shared
         if keys is None:
             keys = np.zeros(idx.shape[0], dtype=np.uint64)
-        start = self._warm_start(Z, y, idx, shared)
-        per_split = (keys,) if start is None else (keys, start)
         # sparse designs hold no tensor: groups would only add Python overhead
         size = idx.shape[0] if shared.sparse is not None else self._group_size(Z, idx)
-        return self._in_groups(Z, y, idx, *per_split, size=size, shared=shared)
+        return self._in_groups(Z, y, idx, keys, size=size, shared=shared)

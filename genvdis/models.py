@@ -16,6 +16,8 @@ Every model is a linear classifier fitted in batches of splits (`linear.LinearMo
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from genvdis import portable, streams
@@ -47,12 +49,15 @@ def _class_means(
 def class_sums(
     Z: np.ndarray, y: np.ndarray, idx: np.ndarray, p: int, K: int = 2,
     csr: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
     """Naive Bayes' sufficient statistics for each split, in one pass over its training rows
-    (labels 0..K-1): class counts (S, K), per-class column sums (S, K, D) and sums of squares
-    of the p continuous columns (S, K, p). Continuous values are measured from the split's first
-    training row: a feature constant in the split is then exactly 0, so its weight is exactly
-    0, not a rounding error in the means divided by the tiny variance floor.
+    (labels 0..K-1): class counts (S, K), per-class column sums (S, K, D), sums of squares
+    of the p continuous columns (S, K, p), and those columns' units (S, p). Continuous values
+    are measured from the split's first training row, in units of a power of two near their
+    largest distance from it (`_unit`): a feature constant in the split is then exactly 0, so
+    its weight is exactly 0, and a feature's scale neither underflows its squares (values near
+    1e-160 would square to 0) nor changes a bit of the result (a power of two divides exactly),
+    so the fit does not depend on the feature's units.
 
     The one-hot columns are read from their nonzeros (`one_hot_csr`, given as `csr` by a
     caller that keeps it for the run, else built here) when they are mostly zeros and the
@@ -64,6 +69,16 @@ def class_sums(
     else:
         csr = _NO_CSR
     return _class_sums(Z, y, idx, p, K, *csr)
+
+
+@streams.jit
+def _unit(largest: float) -> float:
+    """The power of two at or below `largest` (> 0), 1 for 0: dividing by it is exact (for
+    results that are normal numbers), so it changes no rounding, only the exponent."""
+    if largest == 0.0 or largest != largest:
+        return 1.0
+    mantissa, exponent = math.frexp(largest)
+    return math.ldexp(1.0, exponent - 1)
 
 
 def one_hot_csr(Z: np.ndarray, p: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -82,7 +97,7 @@ SPARSE_SUMS = 0.3  # the one-hot part's share of nonzeros below which its CSR is
 def _class_sums(
     Z: np.ndarray, y: np.ndarray, idx: np.ndarray, p: int, K: int, indptr: np.ndarray,
     indices: np.ndarray, values: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
     """`class_sums`' pass: the one-hot columns from Z's CSR (indptr, indices, values), or from
     Z's rows where indptr is empty."""
     S, m = idx.shape
@@ -90,8 +105,14 @@ def _class_sums(
     counts = np.zeros((S, K))
     sums = np.zeros((S, K, D))
     squares = np.zeros((S, K, p))
+    units = np.ones((S, p))
     for s in range(S):
         ref = Z[idx[s, 0]]
+        for j in range(p):
+            largest = 0.0
+            for i in range(m):
+                largest = max(largest, abs(Z[idx[s, i], j] - ref[j]))
+            units[s, j] = _unit(largest)
         for i in range(m):
             r = idx[s, i]
             row = Z[r]
@@ -100,7 +121,7 @@ def _class_sums(
                 raise ValueError("class_sums: a label outside 0..K-1")
             counts[s, c] += 1.0
             for j in range(p):
-                v = row[j] - ref[j]
+                v = (row[j] - ref[j]) / units[s, j]
                 sums[s, c, j] += v
                 squares[s, c, j] += v * v
             if indptr.size:
@@ -110,7 +131,7 @@ def _class_sums(
             else:
                 for j in range(p, D):  # adding a 0 is exact, and no branch lets this vectorise
                     sums[s, c, j] += row[j]
-    return counts, sums, squares
+    return counts, sums, squares, units
 
 
 def tie_bound(magnitudes: np.ndarray, prior: np.ndarray, levels: tuple[int, ...]) -> np.ndarray:
@@ -148,6 +169,24 @@ def tie_bound(magnitudes: np.ndarray, prior: np.ndarray, levels: tuple[int, ...]
     return np.where(np.isfinite(bound), bound, 0.0)
 
 
+def smoothed_variance(
+    within: np.ndarray, squares: np.ndarray, sums: np.ndarray, m: int, var_smoothing: float
+) -> np.ndarray:
+    """The variances naive Bayes divides by (S, p): the pooled within-class ones plus
+    var_smoothing times each attribute's own variance over the split's training rows (the
+    classes ignored; from its sums and sums of squares over all classes). A floor relative to
+    each attribute, so that no attribute's units move another's (scikit-learn's floor, a
+    fraction of the largest variance, swamps an attribute measured in smaller units) and no
+    absolute constant meets data of another scale. An attribute whose classes are each constant
+    but differ gets 2^-52 of its variance where var_smoothing gives it none (a finite, dominant
+    weight); one constant over the split has weight 0 (its sums are exactly 0), and variance 1
+    so as not to divide 0 by 0."""
+    total = np.maximum(squares - sums * (sums / m), 0.0) / m
+    var = within + var_smoothing * total
+    var = np.where(var > 0, var, total * 2.0**-52)
+    return np.where(var > 0, var, 1.0)
+
+
 class NaiveBayes(LinearModel):
     """Naive Bayes: shared-variance Gaussians for continuous, Laplace-smoothed counts for
     discrete attributes. Both give log-odds linear in the one-hot data."""
@@ -179,7 +218,7 @@ class NaiveBayes(LinearModel):
         shared: tuple[np.ndarray, ...] | None = None,
     ) -> BatchFit:  # fmt: skip
         p = self.layout.n_continuous
-        counts, sums, squares = class_sums(Z, y.astype(np.int64), idx, p, csr=shared)
+        counts, sums, squares, units = class_sums(Z, y.astype(np.int64), idx, p, csr=shared)
         n0, n1 = counts[:, 0], counts[:, 1]
         coef = np.zeros((idx.shape[0], Z.shape[1]))
         intercept = np.zeros(idx.shape[0])
@@ -188,8 +227,8 @@ class NaiveBayes(LinearModel):
             mu0, mu1 = s0 / n0[:, None], s1 / n1[:, None]
             # within-class sums of squares, sum (x - mu_c)^2 = sum x^2 - n_c mu_c^2: one pass
             var = np.maximum(q0 - s0 * mu0 + q1 - s1 * mu1, 0.0) / idx.shape[1]
-            var += self.var_smoothing * var.max(axis=1, keepdims=True) + 1e-12
-            coef[:, :p] = (mu1 - mu0) / var
+            var = smoothed_variance(var, q0 + q1, s0 + s1, idx.shape[1], self.var_smoothing)
+            coef[:, :p] = (mu1 - mu0) / var / units
             intercept -= ((mu1**2 - mu0**2) / (2 * var)).sum(axis=1)
             intercept -= np.einsum("sd,sd->s", coef[:, :p], Z[idx[:, 0], :p])
         ties = np.zeros(idx.shape[0])
@@ -211,9 +250,21 @@ class NaiveBayes(LinearModel):
         return BatchFit(coef, intercept + prior, np.zeros(idx.shape[0], dtype=bool), ties=ties)
 
 
+def spreads(centred: np.ndarray) -> np.ndarray:
+    """Each feature's largest distance from its class's mean over a split's training rows
+    (S, D), from the rows less their class means (S, m, D); 1 where that is 0 (a constant
+    feature). LDA's units: taken before any square, which could underflow (values near 1e-160)."""
+    largest = np.abs(centred).max(axis=1)
+    return np.where(largest > 0, largest, 1.0)
+
+
 class LDA(LinearModel):
     """Normal discriminant analysis: Gaussians with one full covariance shared by the
-    classes, epsilon added to its diagonal so that it is invertible at any m."""
+    classes, epsilon added to its diagonal so that it is invertible at any m. The covariance
+    is taken in units of each feature's own within-class spread (`spreads`), where epsilon is
+    added: a ridge relative to each feature, so the classifier does not depend on a feature's
+    units (epsilon on the covariance in the data's units swamps a feature measured in small
+    ones, and is nothing to one measured in large ones)."""
 
     name = "lda"
     reference_coding = True
@@ -228,9 +279,12 @@ class LDA(LinearModel):
         Zt, yt = Z[idx], y[idx].astype(float)
         n0, n1 = _class_counts(yt)
         mu0, mu1, centred = _class_means(Zt, yt, n0, n1)
+        units = spreads(centred)  # (S, D)
+        centred = centred / units[:, None, :]
         cov = np.einsum("smd,sme->sde", centred, centred) / Zt.shape[1]
         cov += self.epsilon * np.eye(Z.shape[1])
-        coef = self._solve(cov, (mu1 - mu0)[..., None], idx.shape[1])[..., 0]
+        gap = (mu1 - mu0) / units
+        coef = self._solve(cov, gap[..., None], idx.shape[1])[..., 0] / units
         intercept = -0.5 * np.einsum("sd,sd->s", mu1 + mu0, coef) + portable.log(n1 / n0)
         return BatchFit(coef, intercept, np.zeros(idx.shape[0], dtype=bool))
 

@@ -25,7 +25,14 @@ import numpy as np
 
 from genvdis import portable, streams
 from genvdis.linear import BatchFit, LinearModel
-from genvdis.models import LDA, NaiveBayes, class_sums, tie_bound
+from genvdis.models import (
+    LDA,
+    NaiveBayes,
+    class_sums,
+    smoothed_variance,
+    spreads,
+    tie_bound,
+)  # fmt: skip
 from genvdis.preprocessing import FeatureLayout
 
 SCORE_BYTES = 32 * 2**20  # scores (rows x splits x classes) computed at once when scoring
@@ -71,11 +78,11 @@ class MultiNaiveBayes(MultiModel, NaiveBayes):
         shared: tuple[np.ndarray, ...] | None = None,
     ) -> BatchFit:  # fmt: skip
         p, K = self.layout.n_continuous, n_classes(y)
-        counts, sums, squares = class_sums(Z, y.astype(np.int64), idx, p, K, shared)
+        counts, sums, squares, units = class_sums(Z, y.astype(np.int64), idx, p, K, shared)
         coef = np.zeros((idx.shape[0], K, Z.shape[1]))
         intercept = np.zeros((idx.shape[0], K))
         if p:
-            self._gaussian(Z, idx, counts, sums[:, :, :p], squares, coef, intercept)
+            self._gaussian(Z, idx, counts, sums[:, :, :p], squares, units, coef, intercept)
         if self.layout.n_discrete:
             l = self.laplace  # noqa: E741 (the paper's name)
             k = np.repeat(self.layout.levels, self.layout.levels).astype(float)
@@ -96,10 +103,11 @@ class MultiNaiveBayes(MultiModel, NaiveBayes):
 
     def _gaussian(
         self, Z: np.ndarray, idx: np.ndarray, counts: np.ndarray, sums: np.ndarray,
-        squares: np.ndarray, coef: np.ndarray, intercept: np.ndarray,
+        squares: np.ndarray, units: np.ndarray, coef: np.ndarray, intercept: np.ndarray,
     ) -> None:  # fmt: skip
         """The continuous part of coef and intercept, in place: class means mu_c, the variance
-        pooled over classes, and class c's log-density ratio against class 0."""
+        pooled over classes (floored relative to each attribute, `models.smoothed_variance`),
+        and class c's log-density ratio against class 0; sums in `class_sums`' units."""
         p = sums.shape[2]
         mu = sums / counts[:, :, None]
         # within-class sums of squares, sum (x - mu_c)^2 = sum x^2 - n_c mu_c^2: one pass
@@ -107,9 +115,10 @@ class MultiNaiveBayes(MultiModel, NaiveBayes):
         for c in range(1, mu.shape[1]):
             within = within + squares[:, c] - sums[:, c] * mu[:, c]
         var = np.maximum(within, 0.0) / idx.shape[1]
-        var += self.var_smoothing * var.max(axis=1, keepdims=True) + 1e-12
-        var = var[:, None]
-        coef[:, 1:, :p] = (mu[:, 1:] - mu[:, :1]) / var
+        var = smoothed_variance(
+            var, squares.sum(axis=1), sums.sum(axis=1), idx.shape[1], self.var_smoothing
+        )[:, None]
+        coef[:, 1:, :p] = (mu[:, 1:] - mu[:, :1]) / var / units[:, None]
         intercept[:, 1:] -= ((mu[:, 1:] ** 2 - mu[:, :1] ** 2) / (2 * var)).sum(axis=2)
         intercept[:, 1:] -= np.einsum("scd,sd->sc", coef[:, 1:, :p], Z[idx[:, 0], :p])
 
@@ -127,10 +136,12 @@ class MultiLDA(MultiModel, LDA):
         counts = member.sum(axis=1)
         mu = np.einsum("smk,smd->skd", member, Zt) / counts[:, :, None]
         centred = Zt - np.take_along_axis(mu, yt[:, :, None], axis=1)
+        units = spreads(centred)  # as binary LDA's
+        centred = centred / units[:, None, :]
         cov = np.einsum("smd,sme->sde", centred, centred) / Zt.shape[1]
         cov += self.epsilon * np.eye(Z.shape[1])
-        gaps = np.swapaxes(mu[:, 1:] - mu[:, :1], 1, 2)  # (S, D, K - 1)
-        coef = np.swapaxes(self._solve(cov, gaps, idx.shape[1]), 1, 2)
+        gaps = np.swapaxes(mu[:, 1:] - mu[:, :1], 1, 2) / units[:, :, None]  # (S, D, K - 1)
+        coef = np.swapaxes(self._solve(cov, gaps, idx.shape[1]) / units[:, :, None], 1, 2)
         intercept = -0.5 * np.einsum("skd,skd->sk", mu[:, 1:] + mu[:, :1], coef)
         intercept += portable.log(counts[:, 1:] / counts[:, :1])
         pad = np.zeros((idx.shape[0], 1))

@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from genvdis import results
+from genvdis import resultnames, results
 from genvdis.errors import UserError
 from genvdis.linestyles import STYLES, separable_span
 from genvdis.runfiles import read_run_config, read_summary
@@ -74,7 +74,7 @@ def save_figure(fig: plt.Figure, stem: Path) -> list[Path]:
     leaves the figure that was there, never a truncated one a report would link."""
     paths = []
     with plt.rc_context(SAVE_STYLE):
-        for ext in ("png", "pdf"):
+        for ext in resultnames.FIGURE_FORMATS:
             path = stem.with_suffix(f".{ext}")
             drawn = io.BytesIO()
             fig.savefig(drawn, format=ext, dpi=150, bbox_inches="tight", metadata=METADATA[ext])
@@ -145,7 +145,7 @@ def plot_figure1(results_dir: Path, runs: list[Path]) -> list[Path]:
     handles = [plt.Line2D([], [], **STYLES[m]) for m in ("naive_bayes", "logistic_regression")]
     fig.legend(handles=handles, loc="lower center", ncol=2, frameon=False)
     fig.tight_layout(rect=(0, 0.03, 1, 1))
-    return save_figure(fig, results_dir / "figure1")
+    return save_figure(fig, results_dir / resultnames.FIGURE1)
 
 
 def plot_results(results_dir: Path, jobs: int = 1) -> list[Path]:

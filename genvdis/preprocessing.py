@@ -7,6 +7,7 @@ attribute's number of values k is counted over the whole dataset, not the traini
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,6 +25,101 @@ MAX_VALUE = 1e100
 
 
 ENCODINGS = ("drop_first", "drop_last", "full")
+
+# Numbers written with commas, which float() does not read: ',' grouping thousands (12,345.6,
+# 1,234,567), or ',' as the decimal mark (1,5; 1.234,5). 1,500 fits both.
+_GROUPED = re.compile(r"[+-]?\d{1,3}(?:,\d{3})+(?:\.\d*)?")
+_DECIMAL_COMMA = re.compile(r"[+-]?(?:\d{1,3}(?:\.\d{3})+|\d*),\d+")
+_DOT_DECIMAL = re.compile(r"[+-]?\d*\.(?!\d{3}$)\d*")  # 3.5, not 1.500 (a grouped 1500?)
+
+
+@dataclass(frozen=True)
+class Numbers:
+    """A column's cells read as numbers (`read_numbers`): `values` NaN where a cell is
+    missing or text; `unread`, when set, which numbers cannot be read for sure, and `fix`, what
+    to do (cells written with commas are then left NaN); `grouped`, whether some cells group
+    thousands."""
+
+    values: pd.Series
+    unread: str | None = None
+    fix: str = ""
+    grouped: bool = False
+
+    @property
+    def problem(self) -> str | None:
+        """Why the column's numbers are refused, after its name ("column 'x' holds ...")."""
+        return f"holds {self.unread}; {self.fix}" if self.unread else None
+
+
+def read_numbers(cells: pd.Series) -> Numbers:
+    """Each cell as the number it spells. A cell float() reads is that number; one with
+    thousands separators ('12,345.6') is read without them when the column settles that ','
+    groups thousands: some cell has a decimal point ('12,345.6', '3.5') or two groups
+    ('1,234,567'). A decimal comma ('1,5'), or only cells like '1,500' (1500, or 1.5 where ','
+    is the decimal mark), cannot be read for sure (`unread`): refused where the numbers are
+    used, never guessed."""
+    values = pd.to_numeric(cells, errors="coerce").astype(float)
+    failed = cells.notna() & values.isna()
+    if not failed.any():
+        return Numbers(values)
+    text = cells[failed].astype(str)
+    grouped, comma = text.str.fullmatch(_GROUPED), text.str.fullmatch(_DECIMAL_COMMA)
+    if not (grouped | comma).any():  # text, as any text
+        return Numbers(values)
+    if (comma & ~grouped).any():
+        row, cell = _first(text[comma & ~grouped])
+        return Numbers(
+            values,
+            f"numbers written with a decimal comma ('{cell}' in data row {row})",
+            "genvdis reads '.' as the decimal mark and ',' only between groups of thousands: "
+            "write the numbers with '.'",
+        )
+    settled = text[grouped].str.contains(r"\.|,\d{3},", regex=True).any() or (
+        cells[~failed].dropna().astype(str).str.fullmatch(_DOT_DECIMAL).any()
+    )
+    if not settled:
+        row, cell = _first(text[grouped])
+        return Numbers(
+            values,
+            f"numbers whose ',' may group thousands or mark decimals ('{cell}' in data row "
+            f"{row}: {cell.replace(',', '')} or {cell.replace(',', '.')}?)",
+            "no cell settles which: write the numbers without thousands separators",
+        )
+    values = values.copy()
+    values[text[grouped].index] = pd.to_numeric(text[grouped].str.replace(",", "", regex=False))
+    return Numbers(values, grouped=True)
+
+
+def _first(cells: pd.Series) -> tuple[int, str]:
+    """The first of some cells: its data row (1 = the first row after any header), its text."""
+    return int(cells.index[0]) + 1, str(cells.iloc[0])
+
+
+def label_text(labels: pd.Series) -> pd.Series:
+    """Labels as stripped text (object dtype), NaN where missing."""
+    return labels.astype("string").str.strip().astype(object).where(labels.notna(), np.nan)
+
+
+def label_keys(text: pd.Series) -> pd.Series:
+    """Each label (`label_text`) as what it is: its text, or, when it spells a number, that
+    number however written ('1', '1.0', '01', '1e0' are one label, keyed '1.0'); NaN where
+    missing. A key that is a number's repr is never a text label's (that would be a number)."""
+    distinct = pd.Series(text.dropna().unique(), dtype=object)  # a few labels, many rows
+    numbers = read_numbers(distinct).values + 0.0  # -0 is 0
+    keys = distinct.where(numbers.isna(), numbers.map(repr))
+    return text.map(dict(zip(distinct, keys, strict=True)))
+
+
+def keys_of(listed: list[str], text: pd.Series, keys: pd.Series) -> list[str]:
+    """The keys of labels a config lists: as the column's cells of that text are keyed, else
+    as the number the label spells, else its text."""
+    first = text.notna() & ~text.duplicated()  # each label's first row: its key
+    known = dict(zip(text[first], keys[first], strict=True))
+    plain = pd.to_numeric(pd.Series(listed, dtype=object), errors="coerce") + 0.0
+    return [
+        known.get(label, label if np.isnan(number) else repr(float(number)))
+        for label, number in zip(listed, plain, strict=True)
+    ]
 
 
 @dataclass(frozen=True)
@@ -138,26 +234,61 @@ def _without_target(names: list[str], target: str, attributes: str | list[str]) 
 
 def class_groups(labels: pd.Series, target: TargetSpec) -> list[list[str]]:
     """A `classes` target's classes in code order, each a list of labels: `all` is every label
-    as its own class, sorted as numbers when every label is one, else as text."""
+    as its own class (the spellings of one number, '1' and '1.0', one class of both), sorted
+    as numbers when every label is one, else as text."""
     if target.classes != "all":
         return target.classes
-    names = sorted(set(labels.astype("string").str.strip().dropna()))
-    numbers = pd.to_numeric(pd.Series(names, dtype=object), errors="coerce")
-    if numbers.notna().all():
-        names = [name for _, name in sorted(zip(numbers, names, strict=True))]
-    return [[name] for name in names]
+    text = label_text(labels)
+    keys = label_keys(text)
+    pairs = pd.DataFrame({"key": keys, "text": text}).dropna().drop_duplicates()
+    spellings: dict[str, set[str]] = {}
+    for key, cell in zip(pairs["key"], pairs["text"], strict=True):
+        spellings.setdefault(key, set()).add(cell)
+    numbers = pd.to_numeric(pd.Series(list(spellings), dtype=object), errors="coerce")
+    if numbers.notna().all():  # every key a number's
+        return [sorted(spellings[key]) for _, key in sorted(zip(numbers, spellings, strict=True))]
+    return sorted(sorted(group) for group in spellings.values())
 
 
 def _class_codes(labels: pd.Series, groups: list[list[str]]) -> pd.Series:
-    """Class codes 0..K-1 (groups in order), NaN for rows in no class (dropped)."""
-    text = labels.astype("string").str.strip()
-    unknown = sorted({label for group in groups for label in group} - set(text.dropna()))
+    """Class codes 0..K-1 (groups in order), NaN for rows in no class (dropped). A label
+    matches the cells that spell it, or the same number ('1' matches '1.0')."""
+    text = label_text(labels)
+    keys = label_keys(text)
+    listed = sorted({label for group in groups for label in group})
+    unknown = _not_present(listed, keys_of(listed, text, keys), keys)
     if unknown:
         raise UserError(f"target.classes: {_absent(unknown[0])}")
+    _one_class_each(
+        "target.classes", [(label, i) for i, group in enumerate(groups) for label in group],
+        text, keys, "so they are one label: list them in one class",
+    )  # fmt: skip
     codes = pd.Series(np.nan, index=labels.index)
     for code, group in enumerate(groups):
-        codes[text.isin(group).fillna(False).to_numpy(dtype=bool)] = float(code)
+        codes[keys.isin(keys_of(group, text, keys)).to_numpy(dtype=bool)] = float(code)
     return codes
+
+
+def _one_class_each(
+    field: str, listed: list[tuple[str, object]], text: pd.Series, keys: pd.Series, fix: str
+) -> None:
+    """Labels a config puts in different classes (label, class) that spell one number ('1'
+    and '1.0'): refused, naming both, or the rows of one would silently go to the other."""
+    seen: dict[str, tuple[str, object]] = {}
+    for (label, where), key in zip(
+        listed, keys_of([x for x, _ in listed], text, keys), strict=True
+    ):
+        other, there = seen.setdefault(key, (label, where))
+        if there != where:
+            raise UserError(f"{field}: labels '{other}' and '{label}' spell one number, {fix}")
+
+
+def _not_present(listed: list[str], listed_keys: list[str], keys: pd.Series) -> list[str]:
+    """The listed labels (sorted) whose key no row has."""
+    present = set(keys.dropna().unique())
+    return sorted(
+        label for label, key in zip(listed, listed_keys, strict=True) if key not in present
+    )
 
 
 def _absent(label: str) -> str:
@@ -175,7 +306,12 @@ def make_labels(labels: pd.Series, target: TargetSpec) -> pd.Series:
     if target.classes is not None:
         return _class_codes(labels, class_groups(labels, target))
     if target.threshold is not None:
-        values = pd.to_numeric(labels, errors="coerce")
+        numbers = read_numbers(labels)
+        if numbers.problem:
+            raise UserError(
+                f"target.threshold: the target column '{labels.name}' {numbers.problem}"
+            )
+        values = numbers.values
         if values.isna().all():
             raise UserError("target.threshold: the target column is not numeric")
         text = labels.notna() & values.isna()  # dropped as in no class, before
@@ -192,14 +328,20 @@ def make_labels(labels: pd.Series, target: TargetSpec) -> pd.Series:
         ops = {">": np.greater, ">=": np.greater_equal, "<": np.less, "<=": np.less_equal}
         out = ops[rule.op](values, cut).astype(float)
         return out.where(values.notna())
-    text = labels.astype("string").str.strip()
-    present = set(text.dropna().unique())
-    for key, listed in (("positive", target.positive), ("negative", target.negative or [])):
-        unknown = sorted(set(listed) - present)
+    text = label_text(labels)
+    keys = label_keys(text)  # compared as what they are: '1' is '1.0'
+    chosen = {}
+    for role, listed in (("positive", target.positive), ("negative", target.negative or [])):
+        chosen[role] = keys_of(listed, text, keys)
+        unknown = _not_present(listed, chosen[role], keys)
         if unknown:  # a negative label no row has would drop the rows of the one meant
-            raise UserError(f"target.{key}: {_absent(unknown[0])}")
-    positive = text.isin(target.positive)
-    negative = text.isin(target.negative) if target.negative else ~positive & text.notna()
+            raise UserError(f"target.{role}: {_absent(unknown[0])}")
+    both = [(label, "positive") for label in target.positive]
+    both += [(label, "negative") for label in target.negative or []]
+    _one_class_each("target", both, text, keys, "so one label: it cannot be positive and negative")
+    positive = keys.isin(chosen["positive"]).to_numpy(dtype=bool)
+    in_negative = keys.isin(chosen["negative"]) if target.negative else keys.notna()
+    negative = in_negative.to_numpy(dtype=bool) & ~positive
     return pd.Series(np.where(positive, 1.0, np.where(negative, 0.0, np.nan)), index=labels.index)
 
 
@@ -207,7 +349,10 @@ def _to_numbers(column: pd.Series, name: str) -> pd.Series:
     """A continuous attribute's cells as finite numbers of size <= MAX_VALUE (missing: NaN).
     Each refusal names the attribute and its first bad data row (1 = the first row after
     any header)."""
-    values = pd.to_numeric(column, errors="coerce").astype(float)
+    numbers = read_numbers(column)
+    if numbers.problem:
+        raise UserError(f"attribute '{name}' {numbers.problem}")
+    values = numbers.values
     bad = column.notna() & ~np.isfinite(values)  # text, or nan / inf written out
     if bad.any():
         row = bad.idxmax()
@@ -268,7 +413,8 @@ def _discretize(values: np.ndarray, options: Preprocessing) -> np.ndarray:
 
 
 def _level_codes(column: pd.Series) -> tuple[np.ndarray, list[str]]:
-    """A discrete attribute's codes and its levels, the values as text in sorted order. A
+    """A discrete attribute's codes and its levels, the values as text in sorted order, the
+    spellings of one number one level (named by its shortest spelling: '1' for '1', '1.0'). A
     column already categorical with text levels and no missing cell (synthetic data) is
     recoded as it is, not cell by cell as text: the same codes, 10 times faster."""
     levels = column.cat.categories if isinstance(column.dtype, pd.CategoricalDtype) else None
@@ -277,7 +423,16 @@ def _level_codes(column: pd.Series) -> tuple[np.ndarray, list[str]]:
         ordered = used.cat.reorder_categories(sorted(used.cat.categories))
         return ordered.cat.codes.to_numpy().astype(float), list(ordered.cat.categories)
     categories = pd.Categorical(column.astype(str))
-    return categories.codes.astype(float), [str(c) for c in categories.categories]
+    levels = [str(c) for c in categories.categories]
+    spelt = label_keys(pd.Series(levels, dtype=object))  # '1' and '1.0': one level, '1'
+    if spelt.nunique() == len(levels):
+        return categories.codes.astype(float), levels
+    name: dict[str, str] = {}
+    for level, key in sorted(zip(levels, spelt, strict=True), key=lambda p: (len(p[0]), p[0])):
+        name.setdefault(key, level)
+    merged = sorted(set(name.values()))
+    recode = np.array([merged.index(name[key]) for key in spelt], dtype=float)
+    return recode[categories.codes], merged
 
 
 def prepare(raw: RawData, config: ExperimentConfig) -> PreparedData:

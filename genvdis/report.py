@@ -16,7 +16,7 @@ import pandas as pd
 
 from genvdis import analysis as an
 from genvdis import report_curves as rc
-from genvdis import results, runfiles
+from genvdis import resultnames, results, runfiles
 from genvdis.explorer import write_explorer
 from genvdis.reportformat import (
     Block,
@@ -217,13 +217,15 @@ def comparison(table: pd.DataFrame) -> list[Block]:
     paired = table[table["verdict"] != an.NO_PAIR]
     n_two = _count(paired, an.TWO_REGIMES)
     text = (
-        f"Two regimes in {n_two} of the {len(paired)} panels with a generative/discriminative pair."
+        f"Two regimes in {n_two} of {_count_of(len(paired), 'panel')} with a "
+        "generative/discriminative pair."
     )
     blocks.append(Block("p", text=text))
     blocks.append(_verdict_counts(table))
     blocks.append(Block("ul", rows=[[x] for x in _agreement_lines(paired)]))
-    missing = sorted(set(range(1, 16)) - {int(p) for p in table["panel"].dropna()})
-    if missing:
+    present = {int(p) for p in table["panel"].dropna()}
+    missing = sorted(set(range(1, 16)) - present)
+    if missing and present:  # a folder of the figure's panels lacks some; else it holds none
         blocks.append(
             Block(
                 "p", text="Paper panels not in these results: " + ", ".join(map(str, missing)) + "."
@@ -279,8 +281,16 @@ def _agreement_lines(paired: pd.DataFrame) -> list[str]:
     ]
 
 
+def docs_reference(results_dir: Path) -> str:
+    """docs/analysis.md as a link where the docs are beside this genvdis (a checkout: the
+    committed reports link the repo's file); an installed wheel has no docs, and there is no
+    stable address to link instead, so its reports name the file without a link."""
+    if not DOCS.exists():
+        return "docs/analysis.md in genvdis's source repository (not installed with the package)"
+    return f"[docs/analysis.md]({os.path.relpath(DOCS, results_dir.resolve())})"
+
+
 def method(results_dir: Path) -> list[Block]:
-    link = os.path.relpath(DOCS, results_dir.resolve()) if DOCS.exists() else "docs/analysis.md"
     text = (
         "Per m, the logistic-regression minus naive-Bayes error is averaged over the same "
         "train/test splits (paired), with a t-based 95% interval; a difference is significant "
@@ -289,9 +299,31 @@ def method(results_dir: Path) -> list[Block]:
         "splits. Asymptotes come from a power-law fit err(m) = a + b m^-c and are printed only "
         "when the fit identifies them. These intervals are not corrected for multiple "
         "comparisons across m; the curve-shape tests below are (Holm). "
-        f"Details and limits: [docs/analysis.md]({link})."
+        f"Details and limits: {docs_reference(results_dir)}."
     )
     return [Block("h2", text="Method"), Block("p", text=text)]
+
+
+def _count_of(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _what_this_is(table: pd.DataFrame) -> str:
+    """The report's first sentence: a reproduction of Figure 1 only where the runs are its
+    panels (a `panel:` number); a user's own runs are the same protocol, not the figure."""
+    n = len(table)
+    paper = int(pd.to_numeric(table["panel"], errors="coerce").between(1, 15).sum())
+    if paper == n:
+        return f"Reproduction of Ng & Jordan (2001), Figure 1: {_count_of(n, 'panel')}."
+    if paper == 0:
+        return (
+            f"{_count_of(n, 'panel')} run with the protocol of Ng & Jordan (2001), Figure 1 "
+            f"({'it is' if n == 1 else 'they are'} not among that figure's panels)."
+        )
+    return (
+        f"{_count_of(n, 'panel')}: {paper} of Ng & Jordan (2001), Figure 1, reproduced, and "
+        f"{n - paper} more run with its protocol."
+    )
 
 
 def build_blocks(results_dir: Path, table: pd.DataFrame) -> list[Block]:
@@ -300,7 +332,7 @@ def build_blocks(results_dir: Path, table: pd.DataFrame) -> list[Block]:
         Block("h1", text="Naive Bayes vs logistic regression: learning curves"),
         Block(
             "p",
-            text=f"Reproduction of Ng & Jordan (2001), Figure 1: {len(table)} panels. "
+            text=f"{_what_this_is(table)} "
             "Error is the mean test error over random train/test splits at each "
             "training-set size m; NB columns show the generative model of the pair "
             "(named in brackets when it is not naive Bayes).",
@@ -422,7 +454,7 @@ def write_reports(
     for results_dir in folders:
         table = runfiles.read_analysis(results_dir)
         blocks = build_blocks(results_dir, table)
-        md, page = results_dir / "REPORT.md", results_dir / "REPORT.html"
+        md, page = results_dir / resultnames.REPORT_MD, results_dir / resultnames.REPORT_HTML
         with results.writing(results_dir, "the report", results.AGAIN):
             results.atomic_write_text(md, to_markdown(blocks))
             results.atomic_write_text(page, to_html(blocks, "genvdis report"))

@@ -6,8 +6,11 @@ leaves a half-written file; the results are also flushed to disk (fsync) before 
 so a crashed machine does not either. A finished run is committed
 as one unit: errors.csv, summary.csv and config.yaml first, then `manifest.json`, which lists
 each one's sha256 and the run's fingerprint (a hash of everything that determines the numbers).
-A folder whose manifest is missing, damaged, of another fingerprint, or contradicted by a
-file's bytes holds no finished run of this config, whatever else it holds.
+A folder whose manifest is missing, damaged (not listing every one of those files), of another
+fingerprint, or contradicted by a file's bytes holds no finished run of this config, whatever
+else it holds; `check_files` is that check, for the engine (`verify`) and every reader
+(`runfiles.check_manifest`) alike. config.yaml's `compare:` may be edited after a run (it
+changes none of its numbers): the manifest also lists the hash of the rest (`settings`).
 
 Checkpoints (one CSV per block of splits at one m) live in `<out>/<name>/.checkpoints/`. Each
 one's name carries its identity (m, first split, split count, fingerprint) and the sha256 of
@@ -22,6 +25,7 @@ sha256 in its name, so it is recomputed, never trusted.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import io
 import json
@@ -33,6 +37,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -52,6 +57,9 @@ WARNINGS = "warnings"
 CHECKPOINTS = ".checkpoints"
 MANIFEST = "manifest.json"
 OUTPUTS = ("errors.csv", "summary.csv", "config.yaml")
+CONFIG = "config.yaml"
+# config.yaml's keys a user may edit after the run (docs/analysis.md): they change no number
+EDITABLE = ("compare",)
 # there while a run commits its outputs: a folder killed then holds two runs' files
 COMMITTING = ".committing"
 
@@ -140,14 +148,71 @@ def fingerprint(resolved: dict) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def prepare_output(out_dir: Path, name: str) -> Path:
-    """`<out_dir>/<name>`, checking that the results folder can be a folder."""
+def prepare_output(out_dir: Path, name: str, kind: str = "run") -> Path:
+    """`<out_dir>/<name>`, checking that the results folder can be a folder, and that it holds
+    no results of the other `kind` ("run" or "theory") of the same name (`check_kind`)."""
+    check_path(out_dir, "--out")
     if out_dir.exists() and not out_dir.is_dir():
         raise UserError(f"--out: {out_dir} is a file, not a folder")
     run_dir = out_dir / name
+    check_path(run_dir, "--out")
     if run_dir.exists() and not run_dir.is_dir():
         raise UserError(f"--out: {run_dir} is a file, not a folder")
+    check_kind(run_dir, kind)
     return run_dir
+
+
+def check_path(path: Path, what: str) -> None:
+    """A path the file system can look up: one with a name longer than it allows (or too long
+    in all) is a one-line UserError naming `what` and the path, not an OSError from whatever
+    touches it first."""
+    too_long = any(len(os.fsencode(part)) > NAME_MAX for part in Path(path).parts)
+    try:
+        os.stat(path)  # what the file system says (a long path, or a stricter limit)
+    except OSError as error:
+        too_long = too_long or error.errno == errno.ENAMETOOLONG
+    if too_long:
+        raise UserError(
+            f"{what}: {path}: file name too long (file systems allow names of {NAME_MAX} "
+            "bytes at most); give a shorter path"
+        )
+
+
+NAME_MAX = 255  # bytes in a file or folder name: ext4, XFS, APFS, NTFS (in UTF-16 units)
+
+
+# What only a theory's folder holds (theory.py writes them), and only a run's.
+THEORY_FILES = ("sample_complexity.csv", "asymptotes.csv")
+THEORY_RUN = re.compile(r"n\d+")  # `<theory>/n<n>/`, each n's run
+
+
+def folder_kind(folder: Path) -> str | None:
+    """ "theory" for a theory's folder (its tables, or the run of some n in it), "run" for a
+    run's (its results or checkpoints), None for a folder holding neither (or none)."""
+    if not folder.is_dir():
+        return None
+    if any((folder / name).exists() for name in THEORY_FILES) or any(
+        THEORY_RUN.fullmatch(child.name) and child.is_dir() for child in folder.iterdir()
+    ):
+        return "theory"
+    if any((folder / name).exists() for name in (*OUTPUTS, MANIFEST, CHECKPOINTS)):
+        return "run"
+    return None
+
+
+def check_kind(folder: Path, kind: str) -> None:
+    """A run and a theory of one name into one --out would write one folder: the run's
+    summary.csv beside the theory's tables, its figure over the theory's, and the theory never
+    up to date again. Refused, before anything runs, naming the folder and the name."""
+    found = folder_kind(folder)
+    if found is None or found == kind:
+        return
+    makers = {"run": "`genvdis run` (or sweep)", "theory": "`genvdis theory`"}
+    raise UserError(
+        f"{folder} holds the results of a {found} named '{folder.name}' (from {makers[found]}); "
+        f"a {kind} of the same name would write into them: give one of them another name, "
+        "or use another --out"
+    )
 
 
 # --- checkpoints -------------------------------------------------------------------------------
@@ -337,6 +402,7 @@ def write_results(
     manifest = {
         "fingerprint": resolved.get("fingerprint"),  # None: not written by a run (tests)
         "files": {name: _sha256(text) for name, text in texts.items()},
+        SETTINGS: settings_sha256(yaml.safe_load(texts[CONFIG])),  # as a reader parses it
     }
     with writing(run_dir, "the results"):
         atomic_write_text(run_dir / COMMITTING, "")
@@ -354,6 +420,85 @@ def committed(run_dir: Path) -> None:
     _fsync_folder(run_dir)
 
 
+SETTINGS = "settings"  # the manifest's hash of config.yaml without its EDITABLE keys
+
+
+def settings_sha256(config: Any) -> str | None:
+    """A hash of a run's config.yaml (as parsed) without the keys a user may edit after the
+    run; None for what is not a mapping."""
+    if not isinstance(config, dict):
+        return None
+    kept = {key: value for key, value in config.items() if key not in EDITABLE}
+    return _sha256(json.dumps(kept, sort_keys=True, default=str))
+
+
+class DamagedManifest(Exception):
+    """A manifest.json that cannot be trusted; the message says why."""
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """What a finished run's manifest.json says: the run's fingerprint (None: not written by a
+    run) and the sha256 of each of its OUTPUTS, and of config.yaml's settings (None: a
+    manifest from before they were listed, whose config.yaml must keep its very bytes)."""
+
+    fingerprint: str | None
+    files: dict[str, str]
+    settings: str | None
+
+
+def read_manifest(run_dir: Path) -> Manifest:
+    """The folder's manifest; FileNotFoundError if it has none, `DamagedManifest` if it is not
+    one a run wrote: not JSON, or not listing the sha256 of every file a run writes (a
+    manifest without errors.csv's entry would leave an edited errors.csv unchecked)."""
+    try:
+        data = json.loads((run_dir / MANIFEST).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError) as error:
+        raise DamagedManifest("not readable JSON") from error
+    if not isinstance(data, dict) or not isinstance(data.get("files"), dict):
+        raise DamagedManifest("no list of files")
+    files, made_by, settings = data["files"], data.get("fingerprint"), data.get(SETTINGS)
+    unlisted = [name for name in OUTPUTS if not isinstance(files.get(name), str)]
+    if unlisted:
+        raise DamagedManifest(f"it does not list {unlisted[0]}")
+    if not isinstance(made_by, (str, type(None))) or not isinstance(settings, (str, type(None))):
+        raise DamagedManifest("its fingerprint or settings is not a hash")
+    return Manifest(made_by, {name: files[name] for name in OUTPUTS}, settings)
+
+
+def check_files(
+    run_dir: Path, manifest: Manifest, digests: dict[str, str] | None = None
+) -> dict[str, str]:
+    """Each of the run's files whose bytes are not those `manifest` lists, with why:
+    'missing' or 'changed'. `digests`: the sha256 of files as read already (default: of the
+    files now). A config.yaml whose only change is to an EDITABLE key (compare:) is the run's."""
+    digests = digests or {}
+    problems = {}
+    for name in OUTPUTS:
+        digest = digests.get(name) or output_sha256(run_dir / name)
+        if digest == manifest.files[name]:
+            continue
+        if digest is None:
+            problems[name] = "missing"
+        elif not (name == CONFIG and _settings_agree(run_dir / name, manifest.settings)):
+            problems[name] = "changed"
+    return problems
+
+
+def _settings_agree(path: Path, settings: str | None) -> bool:
+    """Whether config.yaml, edited, still holds the run's settings (all but EDITABLE keys)."""
+    from genvdis.yamlfile import read_yaml
+
+    if settings is None:
+        return False
+    try:
+        return settings_sha256(read_yaml(path)) == settings
+    except UserError:
+        return False
+
+
 @dataclass(frozen=True)
 class Verdict:
     """What a run folder holds for one fingerprint: a finished run (`complete`), or a
@@ -365,19 +510,18 @@ class Verdict:
 
 
 def verify(run_dir: Path, key: str) -> Verdict:
-    """Check the folder's manifest against `key` and every output's bytes."""
+    """Check the folder's manifest against `key` and every output's bytes (`check_files`)."""
     if not any((run_dir / name).exists() for name in (*OUTPUTS, MANIFEST)):
         return Verdict(False, False, None)
     try:
-        manifest = json.loads((run_dir / MANIFEST).read_text(encoding="utf-8"))
-        listed, made_by = dict(manifest["files"]), manifest["fingerprint"]
+        manifest = read_manifest(run_dir)
     except FileNotFoundError:
         return Verdict(False, False, f"no {MANIFEST}: the last run did not finish")
-    except (OSError, ValueError, KeyError, TypeError):
+    except DamagedManifest:
         return Verdict(False, False, f"{MANIFEST} is damaged")
-    if made_by != key:
+    if manifest.fingerprint != key:
         return Verdict(False, False, "made with another config, other data or another version")
-    wrong = [name for name in OUTPUTS if output_sha256(run_dir / name) != listed.get(name)]
+    wrong = list(check_files(run_dir, manifest))
     if not wrong:
         return Verdict(True, True, "")
     problem = ", ".join(wrong) + (" is" if len(wrong) == 1 else " are") + " missing or changed"
@@ -402,6 +546,7 @@ def read_errors(run_dir: Path) -> pd.DataFrame:
 
 def find_runs(results_dir: Path) -> list[Path]:
     """Run folders under `results_dir` (or `results_dir` itself if it is one)."""
+    check_path(results_dir, "results folder")
     if not results_dir.is_dir():
         raise UserError(f"results folder not found: {results_dir}")
     if (results_dir / "summary.csv").is_file():

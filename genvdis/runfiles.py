@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import io
-import json
 import logging
 import re
 from pathlib import Path
@@ -20,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from genvdis import results, runlock
+from genvdis import resultnames, results, runlock
 from genvdis.config import NAME_PATTERN, check_pairs, drawable_title
 from genvdis.errors import UserError
 from genvdis.yamlfile import read_yaml
@@ -34,7 +33,7 @@ log = logging.getLogger(__name__)
 SUMMARY_NEEDS = {"model": False, "m": True, "mean": True, "ci_low": True, "ci_high": True}
 SUMMARY_NEEDS["frac_separable"] = True
 ERRORS_NEEDS = {"model": False, "m": True, "split": True, "error": True}
-PAIRS_FILE = "pairs.csv"
+PAIRS_FILE = resultnames.PAIRS
 
 
 def read_table(path: Path, needs: dict[str, bool], data: bytes | None = None) -> pd.DataFrame:
@@ -83,42 +82,59 @@ def _read_checked(path: Path, needs: dict[str, bool]) -> pd.DataFrame:
 
 
 def check_manifest(path: Path, sha256: str | None = None) -> None:
-    """A run's numbers (errors.csv, summary.csv) must have the bytes its folder's manifest.json
-    lists: a file edited or replaced since (or left by a later run killed before its commit
-    ended) would put numbers that are not the run's in a figure, a report or the API.
-    config.yaml is not checked: its analysis settings (`compare`) may be edited after a run.
-    A run killed while it committed its files leaves them mixed with an earlier run's (and
-    its mark, `results.COMMITTING`): refused too. Without a manifest or that mark (runs older
-    than manifests) the file is read as it is. `sha256`: of the bytes read (default: the
-    file's now)."""
-    if (path.parent / results.COMMITTING).exists():
-        if runlock.in_use(path.parent):
+    """The one check of a run's folder before any of its files is used (by plot, report, the
+    explorer and the API; `genvdis run` checks it likewise, `results.verify`): its
+    manifest.json must list every file a run writes, and each file have the bytes listed
+    (config.yaml: but for its compare:, `results.check_files`). A file edited or replaced
+    since, a manifest edited or removed (`run` finds no finished run there, so no reader
+    may use it as one), or a later run killed before its commit ended (its mark,
+    `results.COMMITTING`: files of two runs) would put numbers or settings that are not the
+    run's in a figure, a report or the API. Only errors.csv may be absent (the committed
+    results keep none): nothing is read from it then. `path`: the file about to be used;
+    `sha256`: of its bytes as read (default: the file's now)."""
+    run_dir = path.parent
+    if (run_dir / results.COMMITTING).exists():
+        if runlock.in_use(run_dir):
             raise UserError(
-                f"{path.parent}: a run is writing its results now; run this command again "
+                f"{run_dir}: a run is writing its results now; run this command again "
                 "when it has finished"
             )
         raise UserError(
-            f"{path.parent}: its last run was stopped while writing its results, so its files "
+            f"{run_dir}: its last run was stopped while writing its results, so its files "
             "may be of two runs; rerun that run to finish it"
         )
-    manifest = path.parent / results.MANIFEST
+    manifest_path = run_dir / results.MANIFEST
     try:
-        listed = json.loads(manifest.read_text(encoding="utf-8"))["files"]
-        expected = listed.get(path.name) if isinstance(listed, dict) else None
+        manifest = results.read_manifest(run_dir)
     except FileNotFoundError:
-        return
-    except (OSError, ValueError, KeyError, TypeError):
-        raise UserError(f"{manifest}: damaged; rerun the run to rewrite it") from None
-    if expected is None or (sha256 or results.output_sha256(path)) == expected:
-        return
-    if sha256 is not None and results.output_sha256(path) == expected:
         raise UserError(
+            f"{run_dir}: no {results.MANIFEST}, so no finished run (its run did not finish, or "
+            "the file was removed); rerun the run"
+        ) from None
+    except results.DamagedManifest as problem:
+        raise UserError(
+            f"{manifest_path}: damaged ({problem}); rerun the run to rewrite it"
+        ) from None
+    read = {path.name: sha256} if sha256 is not None else {}
+    problems = results.check_files(run_dir, manifest, read)
+    if problems.get("errors.csv") == "missing":
+        del problems["errors.csv"]
+    if not problems:
+        return
+    if path.name in problems and results.output_sha256(path) == manifest.files[path.name]:
+        raise UserError(  # the bytes read were not these: a rerun committed meanwhile
             f"{path}: a run wrote its folder while it was read; run this command again (once "
             "no run writes there)"
         )
+    name = path.name if path.name in problems else next(iter(problems))
+    why = problems[name]
+    if why == "missing":
+        raise UserError(
+            f"{run_dir / name}: missing ({results.MANIFEST} lists it); rerun the run to rewrite it"
+        )
     raise UserError(
-        f"{path}: changed since its run wrote it (manifest.json lists other bytes); "
-        "rerun the run to rewrite it"
+        f"{run_dir / name}: changed since its run wrote it ({results.MANIFEST} lists other "
+        "bytes); rerun the run to rewrite it"
     )
 
 
@@ -185,14 +201,19 @@ def check_analysis(run_dir: Path, summary: pd.DataFrame, row: dict[str, Any] | N
 
 
 def read_run_config(run_dir: Path) -> dict[str, Any]:
-    """The run's config.yaml as a mapping ({} if there is none), its name a plain name (the
-    figures are written to `<run>/<name>.png`) and its title one that can be drawn."""
-    path = run_dir / "config.yaml"
-    if not path.is_file():
-        return {}
-    config = read_yaml(path)
-    if not isinstance(config, dict):
-        return {}
+    """The run's config.yaml as a mapping, its name a plain name (the figures are written to
+    `<run>/<name>.png`) and its title one that can be drawn, checked against the run's
+    manifest (`check_manifest`): an edited n_rows, panel or splits is not the run's."""
+    path = run_dir / results.CONFIG
+    config = read_yaml(path) if path.is_file() else None
+    if isinstance(config, dict):
+        _check_names(config, run_dir, path)
+    check_manifest(path)
+    return config if isinstance(config, dict) else {}
+
+
+def _check_names(config: dict[str, Any], run_dir: Path, path: Path) -> None:
+    """config.yaml's name and title: what a figure's file and title are made of."""
     name = config.get("name", run_dir.name)
     if not isinstance(name, str) or not re.fullmatch(NAME_PATTERN, name):
         raise UserError(f"{path}: name: '{name}' is not a plain file name")
@@ -200,7 +221,6 @@ def read_run_config(run_dir: Path) -> dict[str, Any]:
         drawable_title(config.get("title") if isinstance(config.get("title"), str) else None)
     except ValueError as error:
         raise UserError(f"{path}: title: {error}") from None
-    return config
 
 
 def read_panel_config(run_dir: Path) -> dict[str, Any]:
@@ -243,7 +263,7 @@ def _pairs_of(compare: Any, models: list[str], path: Path) -> list[tuple[str, st
 def read_analysis(results_dir: Path) -> pd.DataFrame:
     """analysis.csv as written; only empty cells are missing (so the verdict "n/a" survives)."""
     return pd.read_csv(
-        results_dir / "analysis.csv",
+        results_dir / resultnames.ANALYSIS,
         dtype={"panel": "Int64", "n_rows": "Int64"},
         keep_default_na=False,
         na_values=[""],
@@ -263,9 +283,8 @@ def _analyse_run(run_dir: Path, n_boot: int, seed: int) -> PanelAnalysis:
     run_dir = Path(run_dir)
     if not (run_dir / "errors.csv").exists():
         raise UserError(f"{run_dir / 'errors.csv'} not found")
-    done = analysis.analyse_panel(
-        read_errors(run_dir), read_panel_config(run_dir), run_dir.name, n_boot, seed
-    )
+    config = read_panel_config(run_dir)  # its problems first: the run's own settings
+    done = analysis.analyse_panel(read_errors(run_dir), config, run_dir.name, n_boot, seed)
     with results.writing(run_dir, "the analysis", results.AGAIN):
         for name, table in done.tables.items():
             results.atomic_write_csv(run_dir / name, table)
@@ -320,7 +339,7 @@ def _write_analysis(results_dir: Path, done: list[PanelAnalysis]) -> pd.DataFram
 
     table = analysis.results_table([d.row for d in done])
     with results.writing(results_dir, "the analysis", results.AGAIN):
-        results.atomic_write_csv(results_dir / "analysis.csv", table)
+        results.atomic_write_csv(results_dir / resultnames.ANALYSIS, table)
         _write_pairs(results_dir, table, [row for d in done for row in d.pairs])
     return table
 

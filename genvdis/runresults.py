@@ -8,6 +8,7 @@ cheap.
 
 from __future__ import annotations
 
+import numbers
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,10 +49,10 @@ def _check_statistics(level: Any = 0.95, n_boot: Any = 1000, seed: Any = 0) -> N
     from genvdis.config import MAX_BOOT, MIN_BOOT
     from genvdis.sections import MAX_SEED
 
-    def whole(value: Any) -> bool:
-        return isinstance(value, int) and not isinstance(value, bool)
+    def whole(value: Any) -> bool:  # numpy's integers too, as the API's arguments take them
+        return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
-    number = isinstance(level, (int, float)) and not isinstance(level, bool)
+    number = isinstance(level, numbers.Real) and not isinstance(level, bool)
     if not (number and 0 < level < 1):
         raise UserError(
             f"level: give a confidence level between 0 and 1 (like 0.95), not {level!r}"

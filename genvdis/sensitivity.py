@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from genvdis import results, runfiles, runlock
+from genvdis import resultnames, results, runfiles, runlock
 from genvdis.errors import UserError
 from genvdis.reportformat import Block, fmt_int, is_missing
 from genvdis.variants import BASELINE, VARIANTS_DIR
@@ -23,7 +23,7 @@ from genvdis.variants import BASELINE, VARIANTS_DIR
 if TYPE_CHECKING:
     from genvdis.sweeps import Planned
 
-SENSITIVITY = "sensitivity.csv"
+SENSITIVITY = resultnames.SENSITIVITY
 SENSITIVITY_LOCK = ".sensitivity.lock"  # held while sensitivity.csv is read and rewritten
 COLUMNS = [
     "name", "panel", "variant", "changed", "same_as", "not_run", "n_splits", "verdict",
@@ -131,10 +131,11 @@ def stability_blocks(results_dir: Path) -> list[Block]:
         row, holds = _stability_row(str(name), group)
         rows.append(row)
         steady += holds
+    panels = "panel" if len(rows) == 1 else "panels"
     text = (
         f"Each panel run again under other readings of the protocol (`genvdis sweep`, "
         f"docs/sweeps.md; the numbers are in `{SENSITIVITY}`). The verdict holds under every "
-        f"variant in {steady} of {len(rows)} panels. A variant that gives the baseline's "
+        f"variant in {steady} of {len(rows)} {panels}. A variant that gives the baseline's "
         "design on a panel, or another variant's (e.g. a missing-value policy where nothing is "
         "missing), is not run again; nor is one that leaves too few rows for the panel's m "
         "grid. Both are only counted in the last column."

@@ -29,7 +29,13 @@ import numpy as np
 from genvdis import hyperplanes, portable, sampler
 from genvdis.errors import UserError
 from genvdis.linear import BatchFit
-from genvdis.logistic import TINY_RIDGE, LogisticRegression
+from genvdis.logistic import (
+    MAX_PENALTY,
+    TINY_RIDGE,
+    LogisticRegression,
+    standard_basis,
+    to_data_basis,
+)  # fmt: skip
 from genvdis.multiclass import MultiModel, n_classes
 from genvdis.newton import DECREMENT_TOL, LOSS_SLACK, MAX_HALVINGS
 from genvdis.softmax_cg import cg_step
@@ -117,21 +123,21 @@ def exact_step(X: np.ndarray, P: np.ndarray, penalty: np.ndarray, grad: np.ndarr
 
 
 def newton_softmax(
-    X: np.ndarray, y: np.ndarray, K: int, strength: float, max_iter: int = 100,
+    X: np.ndarray, y: np.ndarray, K: int, strength: float | np.ndarray, max_iter: int = 100,
     tol: float = 1e-8, stop_if_separating: bool = False, solver: Solver = exact_step,
     start: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """Reference-coded weights V (S, K - 1, d) maximising each split's penalised likelihood
-    (ridge `strength` on every weight but the intercepts), and which splits stopped on a
-    separating iterate (with `stop_if_separating`: the likelihood then has no maximum).
+    (ridge `strength` on every weight but the intercepts: one for all, or one per column,
+    (d - 1,)), and which splits stopped on a separating iterate (with `stop_if_separating`:
+    the likelihood then has no maximum).
 
     A step that raises the loss by more than rounding is halved, up to MAX_HALVINGS times (then
     not taken, and the problem stops). A problem stops after a step smaller than tol (relative
     to its weights) or whose Newton decrement was below DECREMENT_TOL: convergence is quadratic
     there, so the step taken leaves a decrement of ~1e-18."""
     S, m, d = X.shape
-    penalty = np.full(d, strength)
-    penalty[-1] = 0.0
+    penalty = np.append(np.broadcast_to(strength, (d - 1,)), 0.0)
     V = np.zeros((S, K - 1, d)) if start is None else start.copy()
     target = (y[:, :, None] == np.arange(1, K)).astype(float)
     separating = np.zeros(S, dtype=bool)
@@ -267,9 +273,16 @@ class MultiLogisticRegression(MultiModel, LogisticRegression):
     def _fit_group(
         self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray
     ) -> BatchFit:
-        X, yt, K = design(Z, idx), y[idx], n_classes(y)
+        """In each training set's standard basis (`logistic.standard_basis`, as the binary
+        model: the vanishing ridge, the stopping rules and the separability LP's margin are
+        then unit-free), mapped back to the data's basis; the binary version space is sampled
+        in the data's basis (`LogisticRegression._apply_policy`)."""
+        yt, K = y[idx], n_classes(y)
+        standard, shift, scale = standard_basis(Z, idx)
+        X = np.concatenate([standard.reshape(idx.shape + (-1,)), np.ones(idx.shape + (1,))], 2)
         if self.separable == "ridge":
-            V, separable = self._ridge_first(X, yt, K)
+            V, separable = self._ridge_first(X, yt, K, scale)
+            V = _to_data_basis(V, shift, scale)
         else:
             V, separable, solutions = self._likelihood(X, yt, K)
             chosen = np.flatnonzero(separable)
@@ -280,11 +293,14 @@ class MultiLogisticRegression(MultiModel, LogisticRegression):
                         W = hyperplanes.max_margin(constraint_rows(X[s], yt[s], K))[1]
                         W = W.reshape(K, -1)
                     V[s] = W[1:] - W[0]
-            elif chosen.size:  # sample, K = 2: the binary version space, reference-coded
+            start = [_binary_start(V[s, 0], solutions[s]) for s in chosen]
+            V = _to_data_basis(V, shift, scale)
+            if chosen.size and self.separable == "sample":  # K = 2: the binary version space
                 rows = hyperplanes.signed_rows(Z[idx[chosen]], yt[chosen])
-                start = np.stack([_binary_start(V[s, 0], solutions[s]) for s in chosen])
+                z0 = to_data_basis(np.stack(start), shift[chosen], scale[chosen])
+                z0 /= np.abs(z0).max(axis=1, keepdims=True)  # its norm must not overflow
                 V[chosen, 0] = sampler.sample_version_space(
-                    rows, start, self.mcmc_iterations, keys[chosen]
+                    rows, z0, self.mcmc_iterations, keys[chosen]
                 )
         coef = np.concatenate([np.zeros((len(idx), 1, X.shape[2])), V], axis=1)
         return BatchFit(coef[:, :, :-1], coef[:, :, -1], separable)
@@ -300,14 +316,24 @@ class MultiLogisticRegression(MultiModel, LogisticRegression):
         separable, solutions = decide(X, y, K, V, separating)
         return V, separable, solutions
 
-    def _ridge_first(self, X: np.ndarray, y: np.ndarray, K: int) -> tuple[np.ndarray, np.ndarray]:
+    def _ridge_first(
+        self, X: np.ndarray, y: np.ndarray, K: int, scale: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         """separable: ridge. The ridge fit (strongly convex: Newton with conjugate-gradient
         steps) comes first: where it separates its training set it proves the set separable
         and is the answer. Elsewhere, up to SEPARATING_STEPS Newton steps on the likelihood
         from it, stopped on separating weights, which prove it too. Only the sets left get
         the maximum-likelihood fit from 0 and `decide`, as under the other rules, and keep
-        that fit where they are not separable."""
-        ridge = newton_softmax(X, y, K, 1.0 / self.C, self.max_iter, solver=cg_step)[0]
+        that fit where they are not separable. X is in the standard basis, scale (S, D) its
+        ranges: the ridge |w|^2 / (2C) on the data's weights w = w' / scale is each split's
+        own penalty (1/C) / scale^2 on w' (capped at `logistic.MAX_PENALTY`)."""
+        penalty = np.minimum(1.0 / self.C / scale**2, MAX_PENALTY)
+        ridge = np.concatenate([
+            newton_softmax(
+                X[s : s + 1], y[s : s + 1], K, penalty[s], self.max_iter, solver=cg_step
+            )[0]
+            for s in range(len(X))
+        ])  # fmt: skip
         separable = certified(X, y, ridge)
         rest = np.flatnonzero(~separable)
         if rest.size:
@@ -330,6 +356,14 @@ def check_classes(model: MultiModel, n_classes: int) -> None:
             f"models: logistic_regression: separable: sample is for binary targets only "
             f"(this one has {n_classes} classes); use separable: max_margin or ridge"
         )
+
+
+def _to_data_basis(V: np.ndarray, shift: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """Reference-coded weights V (S, K - 1, d) on standard bases (shifts and ranges (S, D)) as
+    the same classifiers on the data (`logistic.to_data_basis`, class by class)."""
+    w = V[:, :, :-1] / scale[:, None, :]
+    b = V[:, :, -1] - np.einsum("skd,sd->sk", w, shift)
+    return np.concatenate([w, b[:, :, None]], axis=2)
 
 
 def _binary_start(v: np.ndarray, solution: np.ndarray | None) -> np.ndarray:

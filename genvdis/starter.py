@@ -21,8 +21,9 @@ import yaml
 
 from genvdis import __version__
 from genvdis.config import parse_config
-from genvdis.datasource import FEW_VALUES, read_file_table
+from genvdis.datasource import FEW_VALUES, infer_kind, read_file_table
 from genvdis.errors import UserError
+from genvdis.preprocessing import keys_of, label_keys, label_text, read_numbers
 from genvdis.results import atomic_write_text
 from genvdis.sections import FileDataset
 
@@ -45,51 +46,37 @@ class Column:
     usable: bool = True
 
 
-def infer_kind(values: pd.Series) -> tuple[str, str]:
-    """(kind, reason): text, and whole numbers with at most FEW_VALUES distinct values, are
-    discrete; other numbers are continuous."""
-    present = values.dropna()
-    distinct = present.nunique()
-    numbers = pd.to_numeric(present, errors="coerce")
-    if numbers.isna().any():
-        text = present[numbers.isna()]
-        if numbers.nunique() > FEW_VALUES:  # a run that infers kinds refuses it
-            return "discrete", (
-                f"text, {distinct} values: numbers but for text in {len(text)} rows, first "
-                f"'{text.iloc[0]}'; if it means missing, list it in dataset.missing_values and "
-                "make this continuous"
-            )
-        return "discrete", f"text, {distinct} values"
-    if distinct <= FEW_VALUES and (numbers == numbers.round()).all():
-        return "discrete", f"whole numbers, {distinct} values"
-    return "continuous", f"numbers, {distinct} distinct values"
-
-
 def is_row_number(present: pd.Series) -> bool:
     """Whole numbers, a different one on each row and consecutive: a row number or an id."""
-    numbers = pd.to_numeric(present, errors="coerce")
+    numbers = read_numbers(present).values
     if len(numbers) <= FEW_VALUES or numbers.isna().any() or (numbers != numbers.round()).any():
         return False
     return numbers.nunique() == len(numbers) == numbers.max() - numbers.min() + 1
 
 
 def _span(present: pd.Series) -> str:
-    numbers = pd.to_numeric(present)
+    numbers = read_numbers(present).values
     return f"{numbers.min():g} to {numbers.max():g}"
 
 
-def describe_columns(frame: pd.DataFrame, target: str) -> list[Column]:
-    """Every column but the target, with its kind; empty and constant columns, text with a
-    different value on every row (an identifier), and row numbers are marked unusable."""
+def describe_columns(frame: pd.DataFrame, target: str, label: str = "") -> list[Column]:
+    """Every column but the target, with its kind inferred as a run infers it
+    (`datasource.infer_kind`); empty and constant columns, text with a different value on
+    every row (an identifier), row numbers, and numbers whose commas cannot be read for sure
+    are marked unusable."""
     columns = []
     for name in frame.columns:
         if name == target:
             continue
-        kind, why = infer_kind(frame[name])
+        inferred = infer_kind(frame[name], label)
+        kind, why = inferred.kind, inferred.why
         present = frame[name].dropna()
         distinct = present.nunique()
         if distinct <= 1:
             why, usable = ("empty" if distinct == 0 else "a single value") + ": left out", False
+        elif inferred.numbers_unread:  # a run refuses it: never levels, one per number
+            why = f"{why}: left out; genvdis does not guess, write the numbers plainly to use it"
+            usable = False
         elif why.startswith("text") and distinct == len(present) > FEW_VALUES:
             why, usable = f"text, a different value on each of {distinct} rows: left out", False
         elif kind == "continuous" and is_row_number(present):
@@ -128,33 +115,47 @@ def _threshold(numbers: pd.Series) -> Target:
 def choose_target(labels: pd.Series, column: str, positive: str | None) -> Target:
     """The positive class: --positive; else, for numbers with many values, above the median;
     else the smaller of two classes, or, with more, the largest (the most even one-vs-rest
-    split)."""
-    numbers = pd.to_numeric(labels, errors="coerce")
+    split). Labels are counted as a run compares them: '1' and '1.0' are one."""
+    numbers = read_numbers(labels).values
     many = labels.dropna().nunique() > FEW_VALUES
     if positive is None and many and numbers.notna().sum() == labels.notna().sum():
         return _threshold(numbers)
-    counts = labels.value_counts().sort_index()
-    listed = ", ".join(f"{json.dumps(str(k))} {v}" for k, v in list(counts.items())[:12])
+    text = label_text(labels)
+    keys = label_keys(text)
+    spellings = {key: sorted(set(text[keys == key])) for key in keys.dropna().unique()}
+    sizes = {spellings[key][0]: int(n) for key, n in keys.value_counts().items()}
+    counts = pd.Series(sizes, dtype=int).sort_index()  # each label by its first spelling
+    also = {group[0]: group[1:] for group in spellings.values() if len(group) > 1}
+    listed = ", ".join(
+        f"{json.dumps(str(k))}{_also(also.get(k))} {v}" for k, v in list(counts.items())[:12]
+    )
     listed += ", ..." if len(counts) > 12 else ""
     if len(counts) < 2:
         found = f": {listed} rows" if listed else ""
         raise UserError(
             f"--target: column '{column}' needs two classes, it has {len(counts)}{found}"
         )
-    if positive is not None and positive not in counts.index:
+    chosen = keys_of([positive], text, keys)[0] if positive is not None else None
+    if positive is not None and chosen not in set(keys.dropna().unique()):
         raise UserError(f"--positive: '{positive}' is not a label in column '{column}' ({listed})")
     if positive is None:
         by_size = counts.sort_values(kind="stable")
         two = len(counts) == 2
         positive = str(by_size.index[0] if two else by_size.index[-1])
+        chosen = keys_of([positive], text, keys)[0]
         why = "the smaller class" if two else "the largest class, against all the others"
     else:
         why = "chosen with --positive"
-    y = (labels == positive).astype(float).where(labels.notna())
+    y = (keys == chosen).astype(float).where(keys.notna())
     why = f"classes (rows): {listed}. Positive: {json.dumps(positive)}, {why}; " + (
         "every other label is negative" if len(counts) > 2 else "the other is negative"
     )
     return Target(f"{{positive: [{json.dumps(positive)}]}}", why, y)
+
+
+def _also(spellings: list[str] | None) -> str:
+    """Other spellings of a label's number, as a run counts them with it."""
+    return f" (with {', '.join(json.dumps(s) for s in spellings)})" if spellings else ""
 
 
 def choose_missing(frame: pd.DataFrame, columns: list[Column], labelled: pd.Series):
@@ -223,9 +224,9 @@ def _dataset_lines(table: Path, data_path: str, target: str, columns: list[Colum
     lines += _commented(f"  target: {json.dumps(target)}", "the label column")
     lines += _commented(
         "  kinds:",
-        "each column's kind, inferred and written out so that you can change it: text, and "
-        f"whole numbers with at most {FEW_VALUES} distinct values, are discrete; other numbers "
-        "are continuous",
+        "each column's kind, as a run infers it: text is discrete, and so are numbers with "
+        f"at most {FEW_VALUES} distinct values; other numbers are continuous. Written out so "
+        "that you can change it",
     )
     codes = [f"    {_key(c.name)}: {c.kind}" for c in columns]
     at = max(COMMENT_AT, *(len(code) + 1 for code in codes))  # one column for all the kinds
@@ -290,7 +291,7 @@ def starter_text(table: Path, target: str, positive: str | None, output: Path) -
     """The commented config for `table`, to be written at `output`; validated before return."""
     frame, _ = read_file_table(FileDataset(path=str(table), target=target))
     chosen = choose_target(frame[target], target, positive)  # first: the more basic problem
-    columns = describe_columns(frame, target)
+    columns = describe_columns(frame, target, table.name)
     missing, missing_why, keep = choose_missing(frame, columns, chosen.y.notna())
     y = chosen.y[keep]
     n, smaller = len(y), int(min(y.sum(), len(y) - y.sum()))

@@ -26,7 +26,7 @@ from genvdis import datasource, engine, results, sensitivity, splits, variants
 from genvdis.config import ExperimentConfig
 from genvdis.datasets import RawData
 from genvdis.errors import UserError
-from genvdis.preprocessing import PreparedData, prepare
+from genvdis.preprocessing import FeatureLayout, PreparedData, prepare
 from genvdis.variants import VARIANTS_DIR, Variant
 
 log = logging.getLogger(__name__)
@@ -75,10 +75,32 @@ def _unused_parameters(spec: dict[str, Any], layout) -> set[str]:
     return unused
 
 
-def design_key(config: ExperimentConfig, data: PreparedData) -> str:
+@dataclass(frozen=True)
+class DataSummary:
+    """What a variant's design takes from its prepared data, kept once per data setting
+    instead of the arrays: preparing the data again for every variant of a grid that does
+    not touch them (seed, laplace) cost ~30 ms a variant, and keeping each one's arrays would
+    grow with the sweep."""
+
+    layout: FeatureLayout
+    class_counts: tuple[int, ...]
+    digest: bytes  # the rows and labels: their dtypes, shapes and bytes
+
+    @classmethod
+    def of(cls, data: PreparedData) -> DataSummary:
+        digest = hashlib.sha256()
+        for array in (data.X, data.y):
+            digest.update(repr((array.dtype.str, array.shape)).encode())
+            digest.update(array.tobytes())
+        return cls(data.layout, data.class_counts, digest.digest())
+
+
+def design_key(config: ExperimentConfig, data: PreparedData | DataSummary) -> str:
     """A hash of what determines a run's numbers: the prepared rows and labels (so every data
     setting that leaves them alone drops out), the protocol, and each model's parameters that
     matter on this data. Conservative: a field not known to be harmless is kept."""
+    if isinstance(data, PreparedData):
+        data = DataSummary.of(data)
     settings = config.model_dump(mode="json")
     for key in (*DATA_FIELDS, *NO_NUMBERS):
         settings.pop(key, None)
@@ -94,9 +116,7 @@ def design_key(config: ExperimentConfig, data: PreparedData) -> str:
     digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
     layout = (data.layout.n_continuous, data.layout.levels)
     digest.update(repr(layout).encode())
-    for array in (data.X, data.y):
-        digest.update(repr((array.dtype.str, array.shape)).encode())
-        digest.update(array.tobytes())
+    digest.update(data.digest)
     return digest.hexdigest()[:16]
 
 
@@ -107,19 +127,26 @@ def plan(
     A data error names the variant; a variant whose rows are too few for the config's m grid
     (`missing: drop` on a panel with many gaps) does not apply, and is marked not to run."""
     raw: dict[str, RawData] = {}
+    prepared: dict[str, DataSummary] = {}  # per data setting: the fields prepare() reads
     planned: list[Planned] = []
+    designs: dict[str, str] = {}  # design -> the first variant of it
     base = expanded[0][1]
     for variant, config in expanded:
-        source = json.dumps(config.model_dump(mode="json")["dataset"], sort_keys=True)
+        fields = config.model_dump(mode="json")
+        source = json.dumps(fields["dataset"], sort_keys=True)
+        setting = json.dumps([fields[k] for k in (*DATA_FIELDS, "preprocessing")], sort_keys=True)
         try:
             if source not in raw:
                 raw[source] = datasource.load_data(config, config.data_dir, mirror)
-            data = prepare(raw[source], config)
+            if setting not in prepared:
+                prepared[setting] = DataSummary.of(prepare(raw[source], config))
         except UserError as error:
             raise UserError(f"{where}{variant.origin or 'variant'} {variant.id}: {error}") from None
+        data = prepared[setting]
         item = Planned(variant, config, design_key(config, data), raw[source])
         item.changed = variants.changed_keys(base, config, variant)
-        item.same_as = next((p.variant.id for p in planned if p.design == item.design), None)
+        item.same_as = designs.setdefault(item.design, variant.id)
+        item.same_as = None if item.same_as == variant.id else item.same_as
         item.not_run = _misfit(config, data)
         if item.not_run and not planned:  # the baseline: the config itself cannot run
             raise UserError(f"{where}{item.not_run}")
@@ -127,7 +154,7 @@ def plan(
     return planned
 
 
-def _misfit(config: ExperimentConfig, data: PreparedData) -> str:
+def _misfit(config: ExperimentConfig, data: PreparedData | DataSummary) -> str:
     """Why the data cannot take the config's m grid ("" if they can)."""
     try:
         for m in config.size_grid:
@@ -178,21 +205,27 @@ def write_index(planned: list[Planned], out: Path) -> Path:
 # --------------------------------------------------------------------------- the whole sweep
 
 
-def given_variants(vary: list[str], path: str | Path | None) -> list[Variant]:
+def given_variants(vary: list[str], path: str | Path | None, force: bool = False) -> list[Variant]:
     """The variants given on the command line: a variants file's, then the cross product of
-    the --vary options ([] if neither)."""
-    given = variants.read_block_file(path) if path is not None else []
+    the --vary options ([] if neither); counted before any is built, and bounded unless
+    `force` (variants.MAX_VARIANTS)."""
+    given = variants.read_block_file(path, force) if path is not None else []
     grid = variants.parse_vary(vary)
-    return given + (variants.cross_product(grid, "--vary") if grid else [])
+    if not grid:
+        return given
+    count, how = variants.grid_count(grid)
+    how = f"{how} values of --vary" + (f", and {len(given)} of {path}" if given else "")
+    variants.check_count(len(given) + count, "--vary", how, force)
+    return given + variants.cross_product(grid, "--vary", force=True)
 
 
 def plan_config(
     config: ExperimentConfig, where: str, path: Path | None, given: list[Variant],
-    mirror: str | None,
+    mirror: str | None, force: bool = False,
 ) -> list[Planned]:  # fmt: skip
     """One config's sweep, checked and planned: the given variants, else the config's own
-    `variants:` block."""
-    chosen = given or (variants.config_block(path) if path is not None else [])
+    `variants:` block (bounded as given ones are, unless `force`)."""
+    chosen = given or (variants.config_block(path, force) if path is not None else [])
     if not chosen:
         raise UserError(
             f"{where}: no variants: give --vary KEY=V1,V2, --variants FILE, or a variants: "

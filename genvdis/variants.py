@@ -11,6 +11,7 @@ schema of the `variants:` block.
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,7 @@ import yaml
 from genvdis import yamlfile
 from genvdis.config import VARIANTS_KEY, ExperimentConfig, parse_config
 from genvdis.errors import UserError
+from genvdis.planning import FORCE
 from genvdis.yamlfile import read_yaml
 
 # Short names for the keys a sweep varies most (docs/sweeps.md).
@@ -36,6 +38,10 @@ BASELINE = "baseline"
 VARIANTS_DIR = "variants"  # a sweep's variants are in <out>/<name>/variants/<id>/
 VALUE_TEXT = re.compile(r"^[A-Za-z0-9_.+-]+$")
 MAX_ID = 200  # a folder name stays well under the 255 bytes a file name may have
+# Variants per config, beyond which a sweep is refused unless --force, as a run is beyond its
+# bounds (genvdis.planning): each variant is a whole run with its own folder, prepared and
+# checked before the first one runs. The committed sweep has 17 per panel.
+MAX_VARIANTS = 1000
 
 Scalar = str | int | float | bool
 
@@ -124,21 +130,40 @@ def parse_vary(options: list[str]) -> dict[str, list[Scalar]]:
     return grid
 
 
-def cross_product(grid: dict[str, list[Any]], source: str) -> list[Variant]:
-    """Every combination of the values of `grid`, in the order the keys were given."""
+def check_count(count: int, source: str, how: str, force: bool = False) -> None:
+    """Refuse more than MAX_VARIANTS variants (unless `force`), counted before any is built:
+    `how` says where the count comes from (each key's number of values)."""
+    if count > MAX_VARIANTS and not force:
+        raise UserError(
+            f"{source}: {count:,} variants ({how}), beyond the bound of {MAX_VARIANTS:,} per "
+            f"config (each is a whole run); vary fewer values, {FORCE}"
+        )
+
+
+def grid_count(grid: dict[str, list[Any]]) -> tuple[int, str]:
+    """The size of the cross product of `grid`'s values, and how it is made (3 x 2 values)."""
+    return math.prod(len(v) for v in grid.values()), " x ".join(str(len(v)) for v in grid.values())
+
+
+def cross_product(grid: dict[str, list[Any]], source: str, force: bool = False) -> list[Variant]:
+    """Every combination of the values of `grid`, in the order the keys were given; counted,
+    and bounded, before any is built."""
     for key, values in grid.items():
         if not isinstance(values, list) or not values:
             raise UserError(f"{source}: {key}: give a list of values")
+    count, how = grid_count(grid)
+    check_count(count, source, f"{how} values", force)
     keys = list(grid)
     combos = itertools.product(*(grid[k] for k in keys))
     return [make_variant(dict(zip(keys, combo, strict=True)), source) for combo in combos]
 
 
-def from_block(block: Any, source: str) -> list[Variant]:
+def from_block(block: Any, source: str, force: bool = False) -> list[Variant]:
     """A `variants:` block: a list of override mappings, or {vary: {key: [values]}}."""
     if isinstance(block, dict) and set(block) == {"vary"} and isinstance(block["vary"], dict):
-        return cross_product(block["vary"], f"{source}: vary")
+        return cross_product(block["vary"], f"{source}: vary", force)
     if isinstance(block, list) and block and all(isinstance(v, dict) and v for v in block):
+        check_count(len(block), source, "entries", force)
         return [make_variant(v, f"{source}[{i}]") for i, v in enumerate(block)]
     raise UserError(
         f"{source}: write a list of overrides ([{{separable: ridge}}, ...]) or "
@@ -146,19 +171,19 @@ def from_block(block: Any, source: str) -> list[Variant]:
     )
 
 
-def read_block_file(path: str | Path) -> list[Variant]:
+def read_block_file(path: str | Path, force: bool = False) -> list[Variant]:
     """A variants file: a YAML mapping holding a `variants:` block and nothing else."""
     data = read_yaml(path)
     if not isinstance(data, dict) or set(data) != {VARIANTS_KEY}:
         raise UserError(f"{path}: a variants file holds one key, variants:")
-    return from_block(data[VARIANTS_KEY], f"{path}: variants")
+    return from_block(data[VARIANTS_KEY], f"{path}: variants", force)
 
 
-def config_block(path: str | Path) -> list[Variant]:
+def config_block(path: str | Path, force: bool = False) -> list[Variant]:
     """The variants a config file declares itself ([] if none)."""
     data = read_yaml(path)
     if isinstance(data, dict) and VARIANTS_KEY in data:
-        return from_block(data[VARIANTS_KEY], f"{path}: variants")
+        return from_block(data[VARIANTS_KEY], f"{path}: variants", force)
     return []
 
 
@@ -236,10 +261,14 @@ def expand(
 ) -> list[tuple[Variant, ExperimentConfig]]:
     """The baseline, then each variant, as validated configs. Each override is first checked
     alone, so that an error names the one key and value at fault."""
+    checked: set[tuple[str, Scalar, type]] = set()  # each key and value once, not per variant
     for variant in variants:
         for key, value in variant.overrides:
+            if (key, value, type(value)) in checked:
+                continue
             single = Variant(((key, value),))
             apply(config, single, f"{where}{variant.origin} {single.id}")
+            checked.add((key, value, type(value)))
     chosen = unique(variants)
     return [(Variant(()), config)] + [
         (v, apply(config, v, f"{where}{v.origin} {v.id}")) for v in chosen

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from genvdis import analysis as an
+from genvdis import results
 
 GRID = [4, 6, 8, 10, 12, 15, 20, 25, 30, 40, 60, 100, 200]
 TRUE_CROSS = 17.0  # 0.1 + 2/m == 0.2 + 0.3/m
@@ -41,14 +41,16 @@ CROSSING = {
 
 def write_panel(root: Path, name: str, title: str, panel, errors: pd.DataFrame, models) -> Path:
     """A run folder as `genvdis run` leaves it, for what the analysis reads: errors.csv,
-    config.yaml (name, title, panel, n_rows, models) and a stand-in figure."""
+    summary.csv, config.yaml (name, title, panel, n_rows, models), the manifest listing them,
+    and a stand-in figure."""
     d = root / name
     d.mkdir(parents=True)
-    errors.to_csv(d / "errors.csv", index=False)
     cfg = dict(
         name=name, title=title, panel=panel, n_rows=500, models=[{"name": x} for x in models]
     )
-    (d / "config.yaml").write_text(yaml.safe_dump(cfg))
+    if "trajectories" not in errors:
+        errors = errors.assign(trajectories=0)
+    results.write_results(d, errors, cfg, list(models))
     (d / f"{name}.png").write_bytes(b"\x89PNG fake")
     return d
 

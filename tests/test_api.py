@@ -20,7 +20,7 @@ import pytest
 from typer.testing import CliRunner
 
 import genvdis
-from genvdis import analysis, api, builtin, plotting, runresults
+from genvdis import analysis, api, builtin, plotting, results, runresults
 from genvdis.cli import app
 
 REPO = Path(__file__).resolve().parents[1]
@@ -129,15 +129,14 @@ def test_open_results_and_its_errors(pima_run, tmp_path):
         genvdis.open_results(tmp_path)
     summary_only = tmp_path / "pima"  # as the committed results/ keep it
     summary_only.mkdir()
-    for name in ("summary.csv", "config.yaml"):
+    for name in ("summary.csv", "config.yaml", "manifest.json"):
         (summary_only / name).write_bytes((cli_dir / name).read_bytes())
     with pytest.raises(genvdis.UserError, match="errors.csv not found: rerun"):
         genvdis.open_results(summary_only).differences()
     nb_only = tmp_path / "nb"
-    nb_only.mkdir()
-    res.errors[res.errors["model"] == "naive_bayes"].to_csv(nb_only / "errors.csv", index=False)
-    (nb_only / "summary.csv").write_text((cli_dir / "summary.csv").read_text())
-    (nb_only / "config.yaml").write_text("name: nb\nmodels: [{name: naive_bayes}]\n")
+    nb_errors = res.errors[res.errors["model"] == "naive_bayes"]
+    config = {"name": "nb", "models": [{"name": "naive_bayes"}]}
+    results.write_results(nb_only, nb_errors, config, ["naive_bayes"])  # as a run leaves it
     with pytest.raises(genvdis.UserError, match="nb: no pair of models to compare"):
         genvdis.open_results(nb_only).crossover()
 
@@ -220,3 +219,59 @@ def test_the_readme_snippet_runs(tmp_path, monkeypatch, mirror_env):
     ]  # fmt: skip
     assert res.crossover()["m_cross"] is not None
     matplotlib.pyplot.close("all")
+
+
+# --- issue 30 §6: API arguments, checked once, one line naming the argument ---------------------
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: genvdis.run("pima", force="no"), "^force: .*True or False.*not str"),
+        (lambda: genvdis.run("pima", force=1), "^force: .*not int"),
+        (lambda: genvdis.run("pima", wait="yes"), "^wait: .*not str"),
+        (lambda: genvdis.run("pima", progress=True), "^progress: .*callable.*not bool"),
+        (lambda: genvdis.run("pima", allow_imports=[5]), "^--allow-import: .*holding 5"),
+        (lambda: genvdis.run("pima", allow_imports=5), "^--allow-import: .*not int"),
+        (lambda: genvdis.run("pima", splits=20.0), "^splits: .*whole number.*not float"),
+        (lambda: genvdis.run("pima", splits=True), "^splits: .*not bool"),
+        (lambda: genvdis.run("pima", seed=np.float64(1)), "^seed: .*not float64"),
+        (lambda: genvdis.run("pima", jobs=np.True_), "^--jobs: .*not bool"),
+        (lambda: genvdis.run("pima", scheduler=5, backend="dask"), "^--scheduler: .*not int"),
+        (lambda: genvdis.sweep([], vary=["split=random"]), "^configs: .*empty"),
+        (lambda: genvdis.sweep((), vary=["split=random"]), "^configs: .*empty"),
+        (lambda: genvdis.sweep("pima", vary=[3]), "^vary: .*holding 3"),
+        (lambda: genvdis.sweep("pima", vary=["split=random"], force="no"), "^force: .*not str"),
+        (lambda: genvdis.sweep("pima", vary=["split=random"], job=2), "^sweep: .*'job'"),
+        (lambda: genvdis.sweep("pima", variants=3), "^variants: .*not int"),
+        (lambda: list(api.validate([])), "^configs: .*empty"),
+        (lambda: list(api.validate(["pima"], allow_imports="x")), "^--allow-import: .*str"),
+    ],
+)
+def test_api_arguments_of_a_wrong_type_are_one_line_errors(call, message, tmp_path, monkeypatch):
+    """Before: force="no" ran as force=True; progress=True, allow_imports=[5], sweep([]) and an
+    unknown sweep option were tracebacks (TypeError, AttributeError, ValueError)."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(genvdis.UserError, match=message) as caught:
+        call()
+    assert "\n" not in str(caught.value)
+    assert not (tmp_path / "results").exists()
+
+
+def test_numpy_integers_and_bools_are_taken_as_python_ones(tmp_path, write_toy, toy_config):
+    """Before: splits=np.int64(2) and jobs=np.int64(1) were refused."""
+    config = write_toy(tmp_path / "cfg", toy_config("sizes: [10, 20]"))
+    res = genvdis.run(
+        config, splits=np.int64(2), seed=np.int32(3), jobs=np.int64(1), force=np.bool_(False),
+        out=tmp_path / "out",
+    )  # fmt: skip
+    assert res.splits == 2 and res.config["seed"] == 3
+
+
+def test_a_lone_string_is_one_config_or_one_vary_item(tmp_path, write_toy, toy_config):
+    """Before: vary="split=random" was read letter by letter ('--vary s: write KEY=V1,V2'),
+    and validate("pima") as the configs 'p', 'i', 'm', 'a'."""
+    config = write_toy(tmp_path / "cfg", toy_config("sizes: [10, 20]"))
+    table = genvdis.sweep(config, vary="split=random", splits=2, out=tmp_path / "out")
+    assert list(table["variant"]) == ["baseline", "split=random"]
+    assert list(api.validate("pima")) == ["pima: ok (pima, 13 sizes)"]

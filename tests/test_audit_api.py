@@ -156,6 +156,19 @@ def test_bad_statistics_options_are_user_errors(toy_run, call, message):
         call(toy_run)
 
 
+def test_numpy_numbers_are_statistics_options(toy_run):
+    """The API takes numpy's integers wherever it takes an int (issue 30); the statistics'
+    options refused np.int64(100) as not a whole number."""
+    import numpy as np
+
+    assert toy_run.crossover(n_boot=np.int64(10), seed=np.int32(1)) == toy_run.crossover(
+        n_boot=10, seed=1
+    )
+    assert toy_run.differences(level=np.float64(0.9)).equals(toy_run.differences(level=0.9))
+    with pytest.raises(genvdis.UserError, match="^n_boot: "):
+        toy_run.crossover(n_boot=True)
+
+
 def test_init_leaves_out_a_row_number(tmp_path):
     """A numeric id column (1..n) was made a continuous attribute: in a table sorted by class
     it gives the label away, and logistic regression's error fell to ~1% on pure noise."""

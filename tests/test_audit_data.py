@@ -4,9 +4,11 @@ file written here."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import yaml
 from typer.testing import CliRunner
@@ -15,7 +17,7 @@ from genvdis.cli import app
 from genvdis.config import parse_config
 from genvdis.datasource import load_data
 from genvdis.errors import UserError
-from genvdis.preprocessing import PreparedData, prepare
+from genvdis.preprocessing import PreparedData, prepare, read_numbers
 
 
 def prepared(tmp_path: Path, csv: str, config: str, name: str = "data.csv") -> PreparedData:
@@ -30,6 +32,173 @@ def config(target: str = '{positive: ["yes"]}', *extra: str) -> str:
         ["name: t", "dataset: {path: data.csv, target: label}", f"target: {target}",
          "sizes: [2]", *extra]
     ) + "\n"  # fmt: skip
+
+
+# --- numbers and labels read as what they are (issue 30 §4) ------------------------------------
+
+SPELT = "a,label\n" + "".join(
+    f"{i * 0.37:.2f},{('1' if i % 4 == 0 else '1.0') if i % 2 == 0 else '0'}\n" for i in range(80)
+)  # 40 positives, half written 1 and half 1.0
+
+
+@pytest.mark.parametrize(
+    ("target", "counts", "names"),
+    [
+        ('{positive: ["1"]}', (40, 40), []),
+        ('{positive: ["1.0"]}', (40, 40), []),
+        ('{positive: ["01"], negative: ["0.0"]}', (40, 40), []),
+        ("{classes: all}", (40, 40), ["0", "1+1.0"]),
+        ('{classes: [["0"], ["1"]]}', (40, 40), ["0", "1"]),
+        ('{threshold: {op: ">", value: 0.5}}', (40, 40), []),
+    ],
+)
+def test_one_number_spelt_two_ways_is_one_class(tmp_path, target, counts, names):
+    """'1' and '1.0' in one label column were two labels: `positive: ["1"]` made the 20 rows
+    spelt '1.0' negatives (class counts 20/60), with exit 0; `classes: all` made 3 classes."""
+    data = prepared(tmp_path, SPELT, config(target))
+    assert data.class_counts == counts and data.class_names == names
+
+
+def test_init_counts_one_number_spelt_two_ways_as_one_class(tmp_path):
+    """init counted '1' and '1.0' as two classes of 20 (three classes: '0' against the rest)."""
+    (tmp_path / "data.csv").write_text(SPELT)
+    out = tmp_path / "data.yaml"
+    args = ["init", str(tmp_path / "data.csv"), "--target", "label", "--output", str(out)]
+    assert CliRunner().invoke(app, [*args, "--positive", "1.0"]).exit_code == 0
+    text = " ".join(out.read_text().split())
+    assert '"0" 40, "1" (with "1.0") 40. Positive: "1.0"' in text, text
+    cfg = parse_config(yaml.safe_load(out.read_text()), str(out))
+    data = prepare(load_data(cfg, tmp_path), cfg)
+    assert data.class_counts == (40, 40)
+
+
+@pytest.mark.parametrize(
+    ("target", "field"),
+    [('{positive: ["1"], negative: ["1.0"]}', "target: "),
+     ('{classes: [["1"], ["1.0", "0"]]}', "target.classes: ")],
+)  # fmt: skip
+def test_two_spellings_of_one_number_in_two_classes_are_refused(tmp_path, target, field):
+    """Each config label is one class; '1' and '1.0' are one label, which cannot be in two
+    (the second class took every row of the first, which was then 'empty')."""
+    with pytest.raises(UserError) as error:
+        prepared(tmp_path, SPELT, config(target))
+    message = str(error.value)
+    assert message.startswith(field) and "'1'" in message and "'1.0'" in message, message
+
+
+def test_one_number_spelt_two_ways_is_one_level_of_a_discrete_attribute(tmp_path):
+    """A discrete column holding 1, 1.0 and 0 had three levels, two of them the number 1."""
+    csv = "g,label\n" + "".join(
+        f"{['1', '1.0', '0', '2.0', '2'][i % 5]},{'yes' if i % 2 else 'no'}\n" for i in range(40)
+    )
+    data = prepared(tmp_path, csv, config())
+    assert data.level_names["g"] == ["0", "1", "2"] and data.layout.levels == (3,)
+    np.testing.assert_array_equal(data.X[:5, 0], [1, 1, 0, 2, 2])
+
+
+def test_a_label_spelt_as_no_row_spells_it_is_still_one_no_row_has(tmp_path):
+    with pytest.raises(UserError, match=r"target.positive: label '2' does not occur"):
+        prepared(tmp_path, SPELT, config('{positive: ["2.0", "2"]}'))
+
+
+def _grouped_table() -> str:
+    """60 rows: 'money' written with thousands separators (every cell quoted, '12,345.6'),
+    larger for 'yes'; 'dose' 3 non-integer values; 'count' 4 whole numbers; 'x' noise."""
+    rows = ["x,money,dose,count,label"]
+    for i in range(60):
+        money = 1000 + 20000 * (i % 2) + (i * 7919 % 3000)
+        dose, label = [0.5, 1.5, 2.5][i % 3], "yes" if i % 2 else "no"
+        rows.append(f'{i * 0.37 % 5:.2f},"{money:,.1f}",{dose},{i % 4},{label}')
+    return "\n".join(rows) + "\n"
+
+
+def test_numbers_with_thousands_separators_are_numbers(tmp_path):
+    """'12,345.6' was text: 60 levels, one per row, and both models at chance, exit 0."""
+    data = prepared(tmp_path, _grouped_table(), config())
+    assert data.feature_names[:2] == ["x", "money"] and data.layout.n_continuous == 2
+    money = [float(r.split('"')[1].replace(",", "")) for r in _grouped_table().splitlines()[1:]]
+    expected = (np.array(money) - min(money)) / (max(money) - min(money))
+    np.testing.assert_allclose(data.X[:, 1], expected)
+
+
+def test_init_and_run_infer_the_same_kinds(tmp_path):
+    """One rule: init called 'dose' (3 non-integer values) continuous where a run inferred it
+    discrete, and dropped 'money' as an identifier where a run kept it as 60 levels."""
+    (tmp_path / "data.csv").write_text(_grouped_table())
+    out = tmp_path / "data.yaml"
+    args = ["init", str(tmp_path / "data.csv"), "--target", "label", "--output", str(out)]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    written = yaml.safe_load(out.read_text())
+    parsed = parse_config(yaml.safe_load(config()), "config.yaml")
+    assert written["dataset"]["kinds"] == load_data(parsed, tmp_path).attributes
+    assert written["dataset"]["kinds"]["money"] == "continuous"
+    assert written["attributes"] == "all"
+
+
+DECIMAL_COMMA = "x,d,label\n" + "".join(
+    f'{i * 0.37:.2f},"{i % 13},{i % 7}5",{"yes" if i % 2 else "no"}\n' for i in range(40)
+)
+AMBIGUOUS = "x,d,label\n" + "".join(
+    f'{i * 0.37:.2f},"{i + 1},{i * 37 % 1000:03d}",{"yes" if i % 2 else "no"}\n' for i in range(40)
+)
+
+
+@pytest.mark.parametrize(
+    ("csv", "words"),
+    [(DECIMAL_COMMA, ["decimal comma", "'0,05'", "data row 1"]),
+     (AMBIGUOUS, ["'1,000'", "data row 1", "1000 or 1.000"])],
+    ids=["decimal-comma", "1,000"],
+)  # fmt: skip
+def test_numbers_whose_commas_cannot_be_read_for_sure_are_refused_not_levels(tmp_path, csv, words):
+    """Read as text they were 40 levels, one per row, with exit 0; read as numbers, '1,5'
+    could only be guessed. Refused by name when used, inferred or declared continuous; left
+    out by init; declared discrete, they are levels, as asked."""
+    for attributes in ("all", "[d]"):
+        with pytest.raises(UserError) as error:
+            prepared(tmp_path, csv, config('{positive: ["yes"]}', f"attributes: {attributes}"))
+        assert all(w in str(error.value) for w in ["data.csv", "'d'", *words]), error.value
+    declared = config().replace("target: label}", "target: label, kinds: {d: continuous}}")
+    with pytest.raises(UserError, match=r"attribute 'd' holds numbers"):
+        prepared(tmp_path, csv, declared)
+    assert prepared(tmp_path, csv, config('{positive: ["yes"]}', "attributes: [x]")).n_rows == 40
+    discrete = declared.replace("d: continuous", "d: discrete")
+    assert len(prepared(tmp_path, csv, discrete).level_names["d"]) > 10
+    out = tmp_path / "data.yaml"
+    args = ["init", str(tmp_path / "data.csv"), "--target", "label", "--output", str(out)]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    assert yaml.safe_load(out.read_text())["attributes"] == ["x"]
+    assert words[0] in " ".join(out.read_text().split())
+
+
+@pytest.mark.parametrize(
+    ("cells", "expected"),
+    [
+        (["12,345.6", "1,234", "7"], [12345.6, 1234, 7]),  # a decimal point settles it
+        (["1,234,567", "2,000"], [1234567, 2000]),  # two groups settle it
+        (["1,500", "3.5"], [1500, 3.5]),
+        (["1,500", "2,000"], None),  # 1500 or 1.5: refused
+        (["1,500", "1.500"], None),  # '1.500' is 1.5, or a grouped 1500: settles nothing
+        (["1,5", "2.5"], None),  # a decimal comma
+        (["1.234,5"], None),
+        (["a,b", "1.5"], [np.nan, 1.5]),  # text, as ever
+    ],
+)
+def test_read_numbers(cells, expected):
+    numbers = read_numbers(pd.Series(cells, dtype=object))
+    if expected is None:
+        assert numbers.unread and cells[0] in numbers.unread
+    else:
+        assert numbers.unread is None
+        np.testing.assert_array_equal(numbers.values.to_numpy(), expected)
+
+
+def test_a_threshold_target_reads_thousands_separators_and_refuses_decimal_commas(tmp_path):
+    rows = "".join(f'{i},"{1000 + i * 1500:,.1f}"\n' for i in range(20))
+    data = prepared(tmp_path, "a,label\n" + rows, config('{threshold: {op: ">", value: 15000}}'))
+    assert data.class_counts == (10, 10)
+    rows = "".join(f'{i},"{i},5"\n' for i in range(20))
+    with pytest.raises(UserError, match=r"target.threshold: .*'label'.*decimal comma"):
+        prepared(tmp_path, "a,label\n" + rows, config('{threshold: {op: ">", value: 5}}'))
 
 
 # --- missing-value tokens with spaces around them --------------------------------------------
@@ -204,6 +373,34 @@ def test_a_folder_is_not_called_missing(tmp_path):
     parsed = parse_config(yaml.safe_load(config()), "config.yaml")
     with pytest.raises(UserError, match=r"dataset.path: data.csv is a folder; give the table's"):
         prepare(load_data(parsed, tmp_path), parsed)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+def test_a_named_pipe_as_the_data_path_is_the_same_error_to_validate_and_run(tmp_path):
+    """A FIFO was 'not found' to `run` but ok to `validate`; now both say, in the same words,
+    that it is not a regular file, and neither opens it (which would wait for a writer)."""
+    os.mkfifo(tmp_path / "data.csv")
+    (tmp_path / "c.yaml").write_text(config())
+    lines = []
+    for args in (["validate", "c.yaml"], ["run", "c.yaml", "--out", "out", "-q"]):
+        result = CliRunner().invoke(app, [args[0], str(tmp_path / args[1]), *args[2:]])
+        assert result.exit_code == 2, result.output
+        lines.append(result.output.strip().splitlines()[-1].split("dataset.path: ", 1)[-1])
+    assert lines[0] == lines[1], lines
+    assert "data.csv" in lines[0] and "not a regular file" in lines[0], lines[0]
+
+
+def test_a_data_path_that_cannot_be_looked_at_is_a_user_error(tmp_path, monkeypatch):
+    """A folder on the way that cannot be searched (here faked: tests may run as root)."""
+    from genvdis.datasource import table_path
+    from genvdis.sections import FileDataset
+
+    def denied(self, **_):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(Path, "stat", denied)
+    with pytest.raises(UserError, match=r"^dataset.path: locked/data.csv: Permission denied$"):
+        table_path(FileDataset(path="locked/data.csv", target="y"), tmp_path)
 
 
 # --- a column of numbers with a few text cells --------------------------------------------------

@@ -108,11 +108,15 @@ def _gaussian_nb_log_odds(X, y, train) -> np.ndarray:
 
 def _lda_scores(X, y, train, epsilon, K=2) -> np.ndarray:
     """Normal discriminant analysis: class means, the pooled within-class covariance (over m)
-    plus epsilon on its diagonal, the class priors; one score per class."""
+    plus epsilon u_j^2 on its diagonal (u_j: attribute j's largest distance from its class's
+    mean, so that epsilon is relative to each attribute, issue 30), the class priors; one score
+    per class."""
     Xt, yt = X[train], y[train]
     mu = np.array([Xt[yt == c].mean(0) for c in range(K)])
     cov = sum((Xt[yt == c] - mu[c]).T @ (Xt[yt == c] - mu[c]) for c in range(K)) / len(train)
-    inv = np.linalg.inv(cov + epsilon * np.eye(X.shape[1]))
+    units = np.abs(Xt - mu[yt]).max(axis=0)
+    units = np.where(units > 0, units, 1.0)
+    inv = np.linalg.inv(cov + epsilon * np.diag(units**2))
     return np.column_stack(
         [X @ inv @ mu[c] - mu[c] @ inv @ mu[c] / 2 + np.log((yt == c).mean()) for c in range(K)]
     )
@@ -343,8 +347,8 @@ def test_three_classes_count_argmax_errors_on_fixed_test_sets(tmp_path):
         else:
             mu = np.array([X[train][y[train] == c].mean(0) for c in range(3)])
             within = sum(((X[train][y[train] == c] - mu[c]) ** 2).sum(0) for c in range(3))
-            var = within / row.m
-            var = var + 1e-9 * var.max() + 1e-12
+            var = within / row.m  # floored by 1e-9 x each attribute's own variance (issue 30)
+            var = var + 1e-9 * X[train].var(axis=0)
             scores = np.column_stack(
                 [-((X - mu[c]) ** 2 / (2 * var)).sum(1) + np.log((y[train] == c).mean())
                  for c in range(3)]
@@ -520,17 +524,12 @@ def test_three_class_discrete_naive_bayes_ties_go_to_the_lowest_class(tmp_path):
     assert ties > 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="not fixed: a fix changes the bytes `continuous: none` runs produce "
-    "(docs/analysis.md, 'Checked against references')",
-)
 def test_continuous_naive_bayes_does_not_depend_on_the_attributes_units(tmp_path):
     """Shared-variance Gaussian naive Bayes is unchanged by a per-attribute affine map
     (docs/datasets.md), so `continuous: none` and `rescale` should count the same errors. The
-    variance floor, var_smoothing x the largest variance, is added to every attribute's
-    variance: in raw units (an attribute in the 1e5s, as adult's fnlwgt) that floor swamps the
-    variance of an attribute in small units, whose weight then all but vanishes."""
+    variance floor was var_smoothing x the largest variance, added to every attribute's
+    variance: in raw units (an attribute in the 1e5s, as adult's fnlwgt) that floor swamped the
+    variance of an attribute in small units. It is now relative to each attribute (issue 30)."""
     frame = _table(seed=13, n=300)
     frame["g"] = (frame.g * 1e5).round(0)
     frame["h"] = frame.h / 100

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 import genvdis
 from genvdis import analysis as an
+from genvdis import results
 from genvdis.cli import app
 from genvdis.report import write_report
 from genvdis.splits import draw_split
@@ -52,11 +53,12 @@ def _coded(table: pd.DataFrame):
 
 def _naive_bayes(cont, colour, y, train, test, K=3):
     """Gaussians with each feature's variance pooled over the classes (maximum likelihood,
-    + 1e-9 x the largest + 1e-12), Laplace-smoothed (l = 1) counts and prior."""
+    + 1e-9 x each feature's own variance over the training rows), Laplace-smoothed (l = 1)
+    counts and prior."""
     c, d, t = cont[train], colour[train], y[train]
     mu = np.array([c[t == k].mean(axis=0) for k in range(K)])
     var = ((c - mu[t]) ** 2).sum(axis=0) / len(t)
-    var = var + 1e-9 * var.max() + 1e-12
+    var = var + 1e-9 * c.var(axis=0)
     counts = np.bincount(t, minlength=K)
     scores = -0.5 * (((cont[test, None, :] - mu[None]) ** 2) / var).sum(axis=2)
     scores += np.log(counts + 1.0)
@@ -70,7 +72,9 @@ def _lda(cont, colour, y, train, test, K=3, epsilon=1e-4):
     Z = np.column_stack([cont, colour])
     Zt, t = Z[train], y[train]
     mu = np.array([Zt[t == k].mean(axis=0) for k in range(K)])
-    cov = (Zt - mu[t]).T @ (Zt - mu[t]) / len(t) + epsilon * np.eye(Z.shape[1])
+    units = np.abs(Zt - mu[t]).max(axis=0)  # epsilon relative to each feature (issue 30)
+    units = np.where(units > 0, units, 1.0)
+    cov = (Zt - mu[t]).T @ (Zt - mu[t]) / len(t) + epsilon * np.diag(units**2)
     P = np.linalg.inv(cov)
     prior = np.log(np.bincount(t, minlength=K))
     return np.column_stack(
@@ -148,10 +152,10 @@ def _report_of(tmp_path: Path, target: dict) -> str:
     """The report of a run on liver with this target (its errors made up)."""
     run = tmp_path / "liverk"
     run.mkdir()
-    make_errors(CROSSING, n_splits=30).to_csv(run / "errors.csv", index=False)
+    errors = make_errors(CROSSING, n_splits=30).assign(trajectories=0)
     config = dict(name="liverk", title="liver, three classes", n_rows=345, dataset="liver",
                   target=target, models=[{"name": an.NB}, {"name": an.LR}])  # fmt: skip
-    (run / "config.yaml").write_text(yaml.safe_dump(config))
+    results.write_results(run, errors, config, [an.NB, an.LR])  # as `genvdis run` leaves it
     return write_report(tmp_path, n_boot=20)[0].read_text()
 
 

@@ -411,6 +411,20 @@ def test_the_same_config_twice_in_one_command_is_one_run(work, tiny):
     assert "toy: up to date" in result.stderr
 
 
+def test_a_run_found_up_to_date_says_only_that(work, tiny):
+    """Not "up to date", then "wrote": nothing was written (issue 30)."""
+    config = write(work, tiny)
+    first = invoke("run", config, "--out", str(work / "out"))
+    assert first.exit_code == 0, first.output
+    assert "toy: wrote" in first.stderr and "up to date" not in first.stderr
+    again = invoke("run", config, "--out", str(work / "out"))
+    assert again.exit_code == 0, again.output
+    assert "toy: up to date" in again.stderr and "wrote" not in again.stderr
+    (work / "out" / "toy" / "summary.csv").unlink()  # rebuilt from errors.csv: written again
+    rebuilt = invoke("run", config, "--out", str(work / "out"))
+    assert "rebuilt" in rebuilt.stderr and "toy: wrote" in rebuilt.stderr
+
+
 def test_two_theory_configs_of_one_name_are_refused(tmp_path):
     theory = (Path(__file__).parents[1] / "configs" / "theory-binary.yaml").read_text()
     first, second = tmp_path / "t1.yaml", tmp_path / "t2.yaml"
@@ -436,11 +450,12 @@ def _edit_a_number(path: Path) -> None:
 )  # report's explorer page shows summary.csv's means
 def test_plot_and_report_refuse_numbers_changed_since_the_run(work, tiny, command, name):
     """A file whose bytes are not those manifest.json lists is not the run's: refused, naming
-    it, rather than drawn or analysed with exit 0. Without a manifest it is read as it is."""
+    it, rather than drawn or analysed with exit 0. Without a manifest (which `run` finds no
+    finished run in) it is refused too: it was read as it was (issue 30 §3)."""
     config = write(work, tiny)
     assert invoke("run", config, "--out", str(work / "out"), "-q").exit_code == 0
     run_dir = work / "out" / "toy"
     _edit_a_number(run_dir / name)
     assert_user_error(invoke(command, str(work / "out")), str(run_dir / name), "manifest.json")
     (run_dir / "manifest.json").unlink()
-    assert invoke(command, str(work / "out")).exit_code == 0
+    assert_user_error(invoke(command, str(work / "out")), str(run_dir), "no manifest.json")

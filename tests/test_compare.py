@@ -168,7 +168,7 @@ def test_the_committed_figures_are_what_the_code_draws(tmp_path, run):
     source = REPO / "results" / run
     folder = tmp_path / source.name
     folder.mkdir()
-    for name in ("summary.csv", "config.yaml"):
+    for name in ("summary.csv", "config.yaml", "manifest.json"):
         shutil.copy(source / name, folder / name)
     for path in plotting.plot_run(folder):
         assert path.read_bytes() == (source / path.name).read_bytes(), path.name

@@ -74,6 +74,22 @@ def test_corrupted_cached_file_is_downloaded_again(http_mirror, tmp_path):
     assert path == target and _sha256(path) == LENSES.sha256
 
 
+def test_corrupted_cached_file_offline_is_named_as_corrupted(dead_mirror, tmp_path):
+    """Offline, a damaged copy in the cache was reported as "not in the cache": the message
+    names the file, says its checksum does not match (both prefixes) and how to mend it."""
+    target = tmp_path / "cache" / LENSES.path
+    target.parent.mkdir(parents=True)
+    target.write_bytes(b"1 1 1 1 1 3\n")
+    with pytest.raises(UserError) as info:
+        fetch.fetch_file(LENSES, mirror=dead_mirror, cache=tmp_path / "cache")
+    message = str(info.value)
+    assert "\n" not in message and "not in the cache" not in message, message
+    assert str(target) in message and "checksum" in message, message
+    assert LENSES.sha256[:12] in message and _sha256(target)[:12] in message, message
+    assert "delete" in message and fetch.MIRROR_ENV in message, message
+    assert target.read_bytes() == b"1 1 1 1 1 3\n"  # left for the user to look at
+
+
 def test_no_network_and_no_cache_is_a_user_error(dead_mirror, tmp_path):
     with pytest.raises(UserError) as info:
         fetch.fetch_file(LENSES, mirror=dead_mirror, cache=tmp_path / "cache")

@@ -12,7 +12,9 @@ files written here (a 40-row CSV), never the UCI files.
 from __future__ import annotations
 
 import errno
+import hashlib
 import http.server
+import json
 import subprocess
 import sys
 import threading
@@ -61,6 +63,15 @@ def table(
     keep = [COLUMNS.index(c) for c in columns or COLUMNS]
     head = header or ",".join(COLUMNS[k] for k in keep)
     return "\n".join([head, *(",".join(r[k] for k in keep) for r in rows)]) + "\n"
+
+
+def scaled(factor: float) -> str:
+    """The tiny CSV with its continuous attributes a, b, c in other units (times factor)."""
+    lines = table().splitlines()
+    rows = [line.split(",") for line in lines[1:]]
+    for cells in rows:
+        cells[:3] = [repr(float(cell) * factor) for cell in cells[:3]]
+    return "\n".join([lines[0], *(",".join(cells) for cells in rows)]) + "\n"
 
 
 BASE = """\
@@ -154,9 +165,29 @@ def bad_theory(id: str, text: str, *words: str) -> Row:
     return Row(id, {}, text, ["theory", "{config}", "--out", "{out}", "-q"], 2, list(words), True)
 
 
-def bad_results(id: str, command: str, files: dict, *words: str) -> Row:
-    """`plot` or `report` on a results folder holding a damaged file."""
+def bad_results(id: str, command: str, files: dict, *words: str, manifest: bool = True) -> Row:
+    """`plot` or `report` on a results folder holding a damaged file. With `manifest`, the
+    run's other files are good ones and its manifest.json lists every file's bytes as laid
+    out (as if the damage were a run's), so the reader's own check of the file is what
+    refuses it."""
+    if manifest:
+        files = _listed(files)
     return Row(id, files, None, [command, "{dir}/results"], 2, list(words))
+
+
+def _listed(files: dict) -> dict:
+    """`files` with a good summary.csv and config.yaml where they lack one, and a manifest
+    listing each run file's sha256 (errors.csv's, where there is none: of ERRORS)."""
+    files = {RUN + "/summary.csv": SUMMARY, RUN + "/config.yaml": "name: run\n", **files}
+
+    def sha(name: str) -> str:
+        content = files.get(f"{RUN}/{name}", ERRORS)
+        data = content.encode() if isinstance(content, str) else content
+        return hashlib.sha256(data).hexdigest()
+
+    names = ("errors.csv", "summary.csv", "config.yaml")
+    listed = {"fingerprint": None, "files": {name: sha(name) for name in names}}
+    return {**files, RUN + "/manifest.json": json.dumps(listed)}
 
 
 SEED_2_64 = str(2**64)
@@ -317,6 +348,64 @@ ROWS = [
     Row("yaml-merge-key-overridden", {},
         config(replace={"{positive: [x]}": "{<<: {positive: [z]}, positive: [x]}"}),
         RUN_ARGS, 0, []),  # fmt: skip
+    # issue 30 §4: numbers written with commas (they were text: a level per row, exit 0)
+    bad_data("decimal-comma-column",
+             {"data.csv": "a,y\n" + "".join(f'"{i},{i % 7}5",{"xz"[i % 2]}\n' for i in range(40))},
+             BASE, "data.csv", "column 'a'", "decimal comma", "'0,05'", "data row 1"),
+    bad_data("thousands-or-decimal-comma-column",
+             {"data.csv": "a,y\n" + "".join(f'"{i + 1},{i * 37 % 1000:03d}",{"xz"[i % 2]}\n'
+                                             for i in range(40))},
+             BASE, "data.csv", "column 'a'", "'1,000'", "1000 or 1.000"),
+    bad_data("decimal-comma-declared-continuous",
+             {"data.csv": "a,y\n" + "".join(f'"{i},{i % 7}5",{"xz"[i % 2]}\n' for i in range(40))},
+             dataset("kinds: {a: continuous}"), "attribute 'a'", "decimal comma", "'0,05'"),
+    Row("thousands-separators-read-as-numbers",
+        {"data.csv": "a,y\n" + "".join(f'"{i * 7919 % 40 * 1000.5 + i % 2 * 5000:,.1f}",'
+                                        f'{"xz"[i % 2]}\n' for i in range(40))},
+        BASE, RUN_ARGS, 0, []),  # fmt: skip
+    # issue 30 §6: a dataset.path that is not a regular file
+    Row("data-path-is-a-device", {}, config(replace={"path: data.csv": "path: /dev/null"}),
+        RUN_ARGS, 2, ["dataset.path", "/dev/null", "not a regular file"], validate=True),
+    # issue 30 §5: a run and a theory of one name in one --out
+    Row("run-into-a-theorys-folder", {"out/tiny/sample_complexity.csv": "n\n"}, config(),
+        RUN_ARGS, 2, ["config.yaml", "out/tiny", "a theory named 'tiny'"], leaves_folder=True),
+    Row("run-into-a-theorys-first-n", {"out/tiny/n10/.checkpoints/fingerprint": "0\n"},
+        config(), RUN_ARGS, 2, ["out/tiny", "a theory named 'tiny'"], leaves_folder=True),
+    Row("theory-into-a-runs-folder", {"out/th/summary.csv": SUMMARY}, theory(),
+        ["theory", "{config}", "--out", "{out}", "-q"], 2, ["out/th", "a run named 'th'"],
+        leaves_folder=True),
+    Row("validate-a-run-and-a-theory-of-one-name", {"theory.yaml": theory()},
+        config(replace={"name: tiny": "name: th"}),
+        ["validate", "{config}", "{dir}/theory.yaml"], 2,
+        ["config.yaml", "theory.yaml", "'th'"]),
+    # issue 30 §6: an --out path too long, names of files a report writes
+    Row("out-name-too-long-run", {}, config(),
+        ["run", "{config}", "--out", "{dir}/o/" + LONG_NAME, "-q"], 2,
+        ["--out", LONG_NAME, "file name too long"]),
+    Row("out-name-too-long-theory", {}, theory(),
+        ["theory", "{config}", "--out", "{dir}/o/" + LONG_NAME, "-q"], 2,
+        ["--out", LONG_NAME, "file name too long"]),
+    Row("out-name-too-long-sweep", {}, config(),
+        ["sweep", "{config}", "--vary", "split=random", "--out", "{dir}/o/" + LONG_NAME, "-q"],
+        2, ["--out", LONG_NAME, "file name too long"]),
+    Row("results-folder-name-too-long-report", {}, None, ["report", "{dir}/o/" + LONG_NAME], 2,
+        [LONG_NAME, "file name too long"]),
+    Row("results-folder-name-too-long-plot", {}, None, ["plot", "{dir}/o/" + LONG_NAME], 2,
+        [LONG_NAME, "file name too long"]),
+    bad_config("name-explorer.html", config(replace={"name: tiny": "name: explorer.html"}),
+               "'explorer.html'", "a file genvdis writes"),
+    bad_config("name-pairs.csv", config(replace={"name: tiny": "name: Pairs.CSV"}),
+               "'Pairs.CSV'", "a file genvdis writes"),
+    bad_theory("theory-name-explorer.html", theory(replace={"name: th": "name: explorer.html"}),
+               "name", "explorer.html"),
+    # issue 30 §1: values of any size within the documented bound run (under `none`)
+    *(
+        Row(f"values-near-{factor:g}-raw-{policy}", {"data.csv": scaled(factor)},
+            config("preprocessing: {continuous: none}",
+                   f"models: [naive_bayes, {{name: logistic_regression, separable: {policy}}}]"),
+            RUN_ARGS, 0, [])
+        for factor in (1e15, 1e-150) for policy in ("sample", "max_margin", "ridge")
+    ),
 ]  # fmt: skip
 
 

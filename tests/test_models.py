@@ -277,6 +277,22 @@ def test_fit_batch_equals_separate_fits(label, make):
         assert batch.intercept[s] == pytest.approx(single.intercept_, rel=1e-7, abs=1e-9)
 
 
+@pytest.mark.parametrize(("label", "make"), MODEL_CASES, ids=[c[0] for c in MODEL_CASES])
+def test_a_splits_fit_is_the_same_bits_in_any_batch(label, make):
+    """Each training set is fitted in its own standard basis (`logistic.standard_basis`), with
+    its own units (naive Bayes, LDA): a split's classifier, sampled ones included, is the same
+    bits whichever splits share its batch, so results do not depend on blocks or workers."""
+    X, y, layout, idx = _batch_problem()
+    model = make(layout)
+    Z = model.encode(X)
+    keys = stream_keys(0, 40, range(len(idx)), stream=1)
+    batch = model.fit_batch(Z, y, idx, keys)
+    for s in range(len(idx)):
+        alone = model.fit_batch(Z, y, idx[s : s + 1], keys[s : s + 1])
+        assert np.array_equal(alone.coef[0], batch.coef[s]), s
+        assert alone.intercept[0] == batch.intercept[s] and alone.separable[0] == batch.separable[s]
+
+
 # --- parameter validation -----------------------------------------------------------------------
 
 
@@ -587,8 +603,10 @@ def test_sampler_with_a_short_warm_up_still_targets_the_uniform_law():
 
 def test_a_far_maximum_is_the_vanishing_ridge_fit():
     """Nearly separated data: the MLE exists but is steep and far, the likelihood flat around
-    it. The fit is the documented one, the maximum of likelihood - 1e-8 |w|^2 / 2: scikit-
-    learn's L2 fit with C = 1e8 (its Newton solver at tol 1e-12) is the reference."""
+    it. The fit is the documented one, the maximum of likelihood - 1e-8 |w'|^2 / 2 with w' the
+    weights of the standard basis (x in [0, 1] over the training rows, `logistic.standard_basis`):
+    scikit-learn's L2 fit with C = 1e8 (its Newton solver at tol 1e-12) on that basis, mapped
+    back, is the reference."""
     rng = np.random.default_rng(3)
     x = np.sort(rng.uniform(size=400))
     y = (x > 0.5).astype(int)
@@ -597,10 +615,16 @@ def test_a_far_maximum_is_the_vanishing_ridge_fit():
     X = x[:, None]
     ours = LogisticRegression(FeatureLayout(1)).fit(X, y)
     assert not ours.separable_
-    reference = SkLR(C=1e8, solver="newton-cholesky", tol=1e-12, max_iter=1000).fit(X, y)
-    assert abs(reference.coef_[0, 0]) > 300  # a steep, far maximum
-    np.testing.assert_allclose(ours.coef_, reference.coef_[0], rtol=1e-6)
-    assert ours.intercept_ == pytest.approx(reference.intercept_[0], rel=1e-6)
+    low, width = X.min(), X.max() - X.min()
+    reference = SkLR(C=1e8, solver="newton-cholesky", tol=1e-12, max_iter=1000)
+    reference.fit((X - low) / width, y)
+    coef, intercept = (
+        reference.coef_[0] / width,
+        reference.intercept_[0] - reference.coef_[0, 0] * low / width,
+    )
+    assert abs(coef[0]) > 300  # a steep, far maximum
+    np.testing.assert_allclose(ours.coef_, coef, rtol=1e-6)
+    assert ours.intercept_ == pytest.approx(intercept, rel=1e-6)
 
 
 def test_naive_bayes_sums_refuse_a_label_outside_the_classes():
@@ -610,12 +634,12 @@ def test_naive_bayes_sums_refuse_a_label_outside_the_classes():
 
     Z = np.arange(12, dtype=float).reshape(6, 2)
     idx = np.array([[0, 1, 2, 3, 4, 5]])
-    counts, _, _ = class_sums(Z, np.array([0, 1, 0, 1, 0, 1]), idx, 2)
+    counts, *_ = class_sums(Z, np.array([0, 1, 0, 1, 0, 1]), idx, 2)
     assert counts.tolist() == [[3.0, 3.0]]
     for labels in ([0, 1, 2, 1, 0, 1], [0, 1, -1, 1, 0, 1]):
         with pytest.raises(ValueError, match="outside 0..K-1"):
             class_sums(Z, np.array(labels), idx, 2)
-    counts, _, _ = class_sums(Z, np.array([0, 1, 2, 1, 0, 2]), idx, 2, 3)
+    counts, *_ = class_sums(Z, np.array([0, 1, 2, 1, 0, 2]), idx, 2, 3)
     assert counts.tolist() == [[2.0, 2.0, 2.0]]
 
 

@@ -21,6 +21,7 @@ from sklearn.naive_bayes import CategoricalNB, GaussianNB
 
 from genvdis import hyperplanes, multiclass, softmax, softmax_cg, splits
 from genvdis.errors import UserError
+from genvdis.logistic import standard_basis
 from genvdis.models import LDA, LogisticRegression, NaiveBayes
 from genvdis.multiclass import MultiLDA, MultiNaiveBayes, count_errors
 from genvdis.preprocessing import FeatureLayout
@@ -118,25 +119,34 @@ def test_gaussian_naive_bayes_is_gaussiannb_when_class_variances_agree():
 
 
 class _Regularised(EmpiricalCovariance):
-    """The ML covariance plus epsilon on the diagonal (genvdis's LDA regularisation)."""
+    """The ML covariance plus epsilon u_j^2 on the diagonal, u_j each feature's unit
+    (genvdis's LDA regularisation: epsilon relative to each feature)."""
 
-    def __init__(self, epsilon: float = 0.0) -> None:
+    def __init__(self, epsilon: float = 0.0, units: np.ndarray | None = None) -> None:
         super().__init__()
-        self.epsilon = epsilon
+        self.epsilon, self.units = epsilon, units
 
     def fit(self, X, y=None):
         super().fit(X)
-        self.covariance_ = self.covariance_ + self.epsilon * np.eye(X.shape[1])
+        self.covariance_ = self.covariance_ + self.epsilon * np.diag(self.units**2)
         return self
+
+
+def _lda_units(X: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Each feature's unit in genvdis's LDA: its largest distance from its class's mean."""
+    means = np.stack([X[y == c].mean(axis=0) for c in range(y.max() + 1)])
+    return np.abs(X - means[y]).max(axis=0)
 
 
 @pytest.mark.parametrize("epsilon", [0.0, 0.3])
 def test_lda_matches_scikit_learn(epsilon):
-    """sklearn weights each class's covariance by its prior: with epsilon added to each it is
-    the pooled covariance plus epsilon I, genvdis's."""
+    """sklearn weights each class's covariance by its prior: with epsilon u_j^2 added to each
+    it is the pooled covariance plus epsilon diag(u^2), genvdis's."""
     X, y = _three_class(4)
+    units = _lda_units(X[:120], y[:120])
+    estimator = _Regularised(epsilon, units)
     ours = MultiLDA(FeatureLayout(3), epsilon=epsilon).fit(X[:120], y[:120])
-    ref = SkLDA(solver="lsqr", covariance_estimator=_Regularised(epsilon)).fit(X[:120], y[:120])
+    ref = SkLDA(solver="lsqr", covariance_estimator=estimator).fit(X[:120], y[:120])
     decision = ref.decision_function(X)
     np.testing.assert_allclose(ours.decision_function(X), decision - decision[:, :1], atol=1e-9)
     np.testing.assert_array_equal(ours.predict(X), ref.predict(X))
@@ -442,9 +452,18 @@ def test_two_classes_predict_as_the_binary_model(binary, multi, params, m):
     ref = binary(layout, **params).fit(X[rows], y[rows])
     assert ours.separable_ == ref.separable_ == (m == 12 and binary is LogisticRegression)
     assert not ours.coef_[0].any() and ours.intercept_[0] == 0
-    if params.get("separable") != "max_margin":  # LP optima need not be unique
+    if params.get("separable") != "max_margin":
         np.testing.assert_allclose(ours.coef_[1], ref.coef_, rtol=1e-6, atol=1e-6)
-    np.testing.assert_array_equal(ours.predict(X), ref.predict(X))
+        np.testing.assert_array_equal(ours.predict(X), ref.predict(X))
+    else:  # LP optima need not be unique (on this set two are): the same maximum margin
+        Z = ref.encode(X[rows])
+        standard, shift, scale = standard_basis(Z, np.arange(m)[None, :])
+        sign = 2 * y[rows] - 1
+        margins = []
+        for w, b in ((ours.coef_[1], ours.intercept_[1]), (ref.coef_, ref.intercept_)):
+            z = np.append(w * scale[0], b + w @ shift[0])  # in the standard basis
+            margins.append((sign * (standard @ z[:-1] + z[-1])).min() / np.abs(z).max())
+        assert margins[0] > 0.01 and margins[0] == pytest.approx(margins[1], rel=1e-9)
 
 
 # --- scoring -------------------------------------------------------------------------------------

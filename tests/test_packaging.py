@@ -7,6 +7,7 @@ into a fresh virtual environment and runs a built-in config from a temporary fol
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -27,6 +28,7 @@ from genvdis.cli import app
 
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = sorted((REPO / "configs").glob("*.yaml"))
+EXAMPLES = sorted((REPO / "configs" / "examples").glob("*.yaml"))
 TOY = REPO / "configs" / "examples" / "toy.csv"
 
 
@@ -49,9 +51,11 @@ def one_line_error(result, *words: str) -> str:
 
 def test_the_built_in_configs_are_the_repo_files():
     shipped = builtin.builtin_configs()
-    assert sorted(c.name for c in shipped) == sorted(p.stem for p in SHIPPED)
+    assert sorted(c.name for c in shipped) == sorted(p.stem for p in SHIPPED + EXAMPLES)
     for config in shipped:  # this install reads configs/ itself: no second copy
-        assert config.path.read_bytes() == (REPO / "configs" / config.path.name).read_bytes()
+        where = REPO / "configs" / ("examples" if config.kind == "example" else "")
+        assert config.path.read_bytes() == (where / config.path.name).read_bytes()
+    assert [c.name for c in shipped if c.kind == "example"] == [p.stem for p in EXAMPLES]
     panels = [c for c in shipped if c.kind == "panel"]
     assert [c.panel for c in panels] == list(range(1, 16))  # Figure 1's order
     assert [c.name for c in shipped if c.kind == "theory"] == ["theory-binary", "theory-gaussian"]
@@ -59,10 +63,22 @@ def test_the_built_in_configs_are_the_repo_files():
 
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory) -> Path:
-    """An sdist, and a wheel built from it, as `python -m build` makes them."""
+    """An sdist, and a wheel built from it, as `python -m build` makes them in a fresh clone:
+    from a copy of the files git does not ignore, since setuptools also packs whatever an
+    earlier build listed in the checkout's genvdis.egg-info (a wheel would pass here and lack
+    the file in CI)."""
     out = tmp_path_factory.mktemp("dist")
+    source = tmp_path_factory.mktemp("source")
+    listed = subprocess.run(
+        ["git", "-C", str(REPO), "ls-files", "-co", "--exclude-standard", "-z"],
+        capture_output=True, text=True, check=True,
+    ).stdout.split("\0")  # fmt: skip
+    for name in filter(None, listed):
+        if (REPO / name).is_file() and name.split("/")[0] not in {"results", "tests", "benchmarks"}:
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, source / name)
     done = subprocess.run(
-        [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(REPO)],
+        [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(source)],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
@@ -79,6 +95,52 @@ def test_the_wheel_ships_every_config_and_the_command(dist):
         assert "genvdis/api.py" in archive.namelist()
         registry = REPO / "genvdis" / "registry.txt"  # the UCI files, read by genvdis.datasets
         assert archive.read("genvdis/registry.txt") == registry.read_bytes()
+        for path in [*EXAMPLES, TOY]:  # the worked examples, and the one table they read
+            assert archive.read(f"genvdis/configs/examples/{path.name}") == path.read_bytes()
+        assert not [n for n in archive.namelist() if n.endswith("make_toy_data.py")]
+
+
+def test_the_wheel_offers_the_worked_examples_by_name(dist, tmp_path):
+    """Installed from the wheel alone (no clone beside it), `genvdis configs` lists the worked
+    examples and their names are configs that `validate` (which reads own-data's toy.csv)
+    accepts from any folder."""
+    (wheel,) = dist.glob("genvdis-*.whl")
+    site = tmp_path / "site"
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(site)
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin", "MPLBACKEND": "Agg"}
+
+    def genvdis_(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "genvdis", *args],
+            cwd=work, env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+
+    where = genvdis_("configs")
+    assert where.returncode == 0, where.stderr
+    assert str(site / "genvdis" / "configs") in " ".join(where.stdout.split())  # the wheel's
+    for path in EXAMPLES:
+        assert re.search(rf"{path.stem}\s.*example", where.stdout), path.stem
+    names = ["own-data", "breast-cancer-wisconsin", "gnb-vs-svm"]
+    checked = genvdis_("validate", *names)
+    assert checked.returncode == 0, checked.stderr
+    for name in names:
+        assert f"{name}: ok" in checked.stdout
+    assert list(work.iterdir()) == []
+
+
+def test_run_a_worked_example_by_name(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = invoke("run", "own-data", "--splits", "3", "--quiet")
+    assert result.exit_code == 0, result.output
+    summary = pd.read_csv(tmp_path / "results" / "own-data" / "summary.csv")
+    assert (
+        sorted(set(summary["m"]))
+        == yaml.safe_load(TOY.with_name("own-data.yaml").read_text())["sizes"]
+    )
+    one_line_error(invoke("theory", "own-data"), "'own-data'", "genvdis run own-data")
 
 
 def test_the_sdist_holds_configs_once(dist):
@@ -154,7 +216,7 @@ def test_configs_lists_every_built_in_config():
     assert result.exit_code == 0, result.output
     for config in builtin.builtin_configs():
         line = next(ln for ln in result.stdout.splitlines() if f" {config.name} " in ln)
-        assert config.kind in line and config.dataset.split()[-1] in line
+        assert config.kind in line and config.dataset.split()[0] in line
     assert str(builtin.folder()) in " ".join(result.stdout.split())
 
 

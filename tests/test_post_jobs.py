@@ -13,7 +13,7 @@ import yaml
 from learningcurves import results_folder
 from typer.testing import CliRunner
 
-from genvdis import pool, results, runfiles, theory
+from genvdis import pool, theory
 from genvdis.cli import app
 from genvdis.errors import UserError
 from genvdis.plotting import plot_results
@@ -67,13 +67,9 @@ def test_report_with_jobs_writes_the_same_bytes(tmp_path):
 
 
 def _with_summaries(root: Path) -> Path:
-    """results_folder's runs with their summary.csv, as `genvdis plot` reads them."""
-    results_folder(root)
-    for errors_csv in root.glob("*/errors.csv"):
-        errors = runfiles.read_errors(errors_csv.parent)
-        summary = results.summarize_errors(errors, sorted(errors["model"].unique()))
-        summary.to_csv(errors_csv.parent / "summary.csv", index=False)
-    return root
+    """results_folder's runs with their summary.csv (as `genvdis run` writes it, listed in
+    their manifest), as `genvdis plot` reads them."""
+    return results_folder(root)
 
 
 def test_plot_with_jobs_draws_the_same_figures(tmp_path):

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
-from learningcurves import results_folder
+from learningcurves import CROSSING, make_errors, results_folder, write_panel
 
 from genvdis import analysis as an
+from genvdis import report
 from genvdis.report import write_report
 
 
@@ -41,3 +44,64 @@ def test_write_report(results):
     # deterministic: a second run gives identical files
     write_report(results, n_boot=100)
     assert md.read_text() == text and page.read_text() == html_text
+
+
+def _opening(markdown: str) -> str:
+    return markdown.split("\n\n")[1]
+
+
+def test_the_report_calls_itself_a_reproduction_of_figure_1_only_for_its_panels(tmp_path):
+    """A user's own run is the paper's protocol, not a panel of its Figure 1; and one panel is
+    "1 panel" (issue 30)."""
+    errors = make_errors(CROSSING, grid=[10, 20, 40, 80], n_splits=30)
+    own = write_panel(tmp_path / "own", "mine", "my data", None, errors, [an.NB, an.LR]).parent
+    text = write_report(own, n_boot=50)[0].read_text()
+    opening = _opening(text)
+    assert opening.startswith("1 panel run with the protocol of Ng & Jordan (2001)")
+    assert "Reproduction" not in text and "1 panels" not in text
+    assert "Paper panels not in these results" not in text  # it claims none of them
+
+    paper = write_panel(tmp_path / "paper", "pima", "pima", 1, errors, [an.NB, an.LR]).parent
+    text = write_report(paper, n_boot=50)[0].read_text()
+    assert _opening(text).startswith("Reproduction of Ng & Jordan (2001), Figure 1: 1 panel.")
+    assert "Paper panels not in these results: 2, 3," in text
+
+
+def test_a_folder_of_paper_panels_and_own_runs_says_which(results):
+    opening = _opening(write_report(results, n_boot=50)[0].read_text())
+    assert opening.startswith("4 panels: 2 of Ng & Jordan (2001), Figure 1, reproduced, and 2 ")
+
+
+def test_the_docs_link_works_or_is_no_link(results, monkeypatch):
+    """Beside a checkout's docs/ the report links docs/analysis.md by a path that resolves; an
+    installed wheel has no docs/, and its report names the file without a dead link."""
+    text = write_report(results, n_boot=50)[0].read_text()
+    (target,) = re.findall(r"\[docs/analysis\.md\]\(([^)]+)\)", text)
+    assert (results / target).resolve() == report.DOCS.resolve() and report.DOCS.is_file()
+
+    monkeypatch.setattr(report, "DOCS", results / "site-packages" / "docs" / "analysis.md")
+    md, page = write_report(results, n_boot=50, reanalyse=False)
+    assert "docs/analysis.md" in md.read_text() and "analysis.md)" not in md.read_text()
+    assert 'href="' not in page.read_text().split("Details and limits")[1].split("</p>")[0]
+
+
+def test_what_plot_and_report_write_beside_the_runs_is_reserved(results):
+    """A run named like a file that plot or report writes at the top of its results folder
+    (explorer.html, pairs.csv) passed validate and run, then broke every later report there:
+    the reserved names are the writers' own (resultnames), checked here against what they
+    write, and the committed results/ hold no other top-level file."""
+    from pathlib import Path
+
+    from genvdis import config, resultnames
+    from genvdis.plotting import plot_results
+
+    plot_results(results)
+    write_report(results, n_boot=20)
+    runs = {path.parent.name for path in results.glob("*/errors.csv")}
+    written = {path.name for path in results.iterdir()} - runs - {"not_a_panel"}
+    assert written <= set(resultnames.TOP_LEVEL)  # pairs.csv: with several pairs in a panel
+    assert len(written) == 6  # the reports, the explorer, analysis.csv, Figure 1 twice
+    committed = Path(__file__).resolve().parents[1] / "results"
+    for folder in (committed, committed / "examples"):
+        assert {p.name for p in folder.iterdir() if p.is_file()} <= set(resultnames.TOP_LEVEL)
+    assert set(config.RESULTS_FILES) == set(resultnames.TOP_LEVEL)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import shutil
 import signal
@@ -29,6 +30,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
+import genvdis
 from genvdis import backends, planning, results, runlock
 from genvdis.cli import app
 from genvdis.config import load_config
@@ -322,6 +324,14 @@ def _second_copy(path: Path) -> None:
     path.with_name(path.name.rsplit("_", 1)[0] + f"_{digest}.csv").write_text(text)
 
 
+def _unlist(run_dir: Path, *names: str) -> None:
+    """Take files' entries out of the run's manifest.json."""
+    manifest = json.loads((run_dir / results.MANIFEST).read_text())
+    for name in names:
+        del manifest["files"][name]
+    (run_dir / results.MANIFEST).write_text(json.dumps(manifest))
+
+
 def _folder_instead(path: Path) -> None:
     path.unlink()
     path.mkdir()
@@ -412,6 +422,9 @@ CASES = [
     Case("read-only-results-folder", _read_only, 2,
          ("cannot write the results in out/own: read-only file system",), rerun=True),
     Case("dask-scheduler-without-workers", _no_workers, 2, ("has no workers", "dask worker")),
+    # issue 30 §3: manifests and config.yaml really checked
+    Case("manifest-without-an-entry", _finished(lambda d: _unlist(d, "errors.csv")), 0,
+         ("manifest.json is damaged", "computing it"), rerun=True),
 ]  # fmt: skip
 
 
@@ -661,3 +674,90 @@ def test_the_papers_protocol_is_far_inside_the_bounds():
     assert 60 < work.cpu_seconds() < 3600 < planning.MAX_CPU_HOURS * 3600
     assert work.peak_bytes() < 2 * 2**30
     planning.check(work)  # not refused
+
+
+# --- issue 30 §3: every reader checks the run as `run` does ------------------------------------
+
+
+def _zero_lr(run_dir: Path) -> None:
+    """The issue's edit: logistic regression's errors set to 0 in errors.csv and summary.csv,
+    and their entries taken out of manifest.json."""
+    for name, columns in (("errors.csv", ["errors", "error"]), ("summary.csv", ["mean"])):
+        table = pd.read_csv(run_dir / name)
+        table.loc[table["model"] == "logistic_regression", columns] = 0
+        table.to_csv(run_dir / name, index=False)
+    _unlist(run_dir, "errors.csv", "summary.csv")
+
+
+def _refused(run_dir: Path, *words: str) -> None:
+    """report, plot and open_results all refuse the run in one line holding `words`."""
+    for command in ("report", "plot"):
+        code, stderr = _cli([command, str(run_dir.parent)])
+        assert code == 2 and stderr.startswith("error: "), stderr
+        assert len(stderr.strip().splitlines()) == 1, stderr
+        for word in words:
+            assert word in stderr, (command, word, stderr)
+    with pytest.raises(genvdis.UserError) as error:
+        opened = genvdis.open_results(run_dir)
+        opened.summary, opened.config, opened.errors  # noqa: B018
+    assert all(word in str(error.value) for word in words), str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        (_zero_lr, ("manifest.json", "damaged", "errors.csv")),
+        (lambda d: _unlist(d, "config.yaml"), ("manifest.json", "config.yaml")),
+        (lambda d: (d / results.MANIFEST).unlink(), ("out/own", "no manifest.json")),
+        (lambda d: (d / "config.yaml").write_text(
+            (d / "config.yaml").read_text().replace("n_rows: 120", "n_rows: 99999")),
+         ("out/own/config.yaml", "changed")),
+        (lambda d: (d / "config.yaml").write_text(
+            (d / "config.yaml").read_text().replace("splits: 12", "splits: 1000")),
+         ("out/own/config.yaml", "changed")),
+        (lambda d: (d / "config.yaml").unlink(), ("out/own/config.yaml", "missing")),
+    ],
+    ids=["lr-zeroed-and-unlisted", "config-unlisted", "manifest-removed", "n_rows-edited",
+         "splits-edited", "config-removed"],
+)  # fmt: skip
+def test_every_reader_refuses_a_run_that_run_finds_damaged(setup, work, change, words):
+    """`run` found no finished run in these folders, yet report, plot and the API read them:
+    REPORT.md said "logistic_regression better" of zeroed errors, the API gave n = 99999 and
+    "1000 splits per m". Now every reader goes through the check `run` makes, and refuses."""
+    run_dir = _copy(setup, "clean", work)
+    change(run_dir)
+    _refused(Path("out/own"), *words)
+    code, stderr = _cli(RUN)  # `run` agrees: no finished run there; it rebuilds or recomputes
+    assert code == 0 and "up to date" not in stderr, stderr
+    assert "holds no finished run" in stderr or "rebuilt from errors.csv" in stderr, stderr
+    assert _snapshot(run_dir) == setup[2]
+
+
+def test_compare_edited_in_config_yaml_is_still_the_run(setup, work):
+    """config.yaml's compare: may be edited after a run (docs/analysis.md): every other key is
+    checked against the manifest's settings hash, this one is read as edited."""
+    run_dir = _copy(setup, "clean", work)
+    config = run_dir / "config.yaml"
+    config.write_text(config.read_text() + "compare: [[logistic_regression, naive_bayes]]\n")
+    opened = genvdis.open_results(run_dir)
+    assert opened.pairs == [("logistic_regression", "naive_bayes")]
+    assert opened.config["n_rows"] == 120
+    assert _cli(["report", "out", "--boot", "20"])[0] == 0
+    code, stderr = _cli(RUN)
+    assert code == 0 and "up to date" in stderr, stderr  # `run` agrees: the run is there
+    assert config.read_text().endswith("compare: [[logistic_regression, naive_bayes]]\n")
+    config.write_text(config.read_text().replace("seed: 2", "seed: 3"))  # not compare: refused
+    with pytest.raises(genvdis.UserError, match="config.yaml: changed since its run"):
+        genvdis.open_results(run_dir).config  # noqa: B018
+
+
+def test_the_committed_results_verify():
+    """Every run under results/ (the paper's panels, their sweeps' variants, the examples and
+    the theory runs) passes the readers' check, as committed."""
+    from genvdis import runfiles
+
+    runs = sorted(path.parent for path in (REPO / "results").rglob("summary.csv"))
+    assert len(runs) > 100
+    for run_dir in runs:
+        runfiles.read_run_config(run_dir)
+        runfiles.read_summary(run_dir)

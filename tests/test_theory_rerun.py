@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from genvdis import engine, plotting, theory
+from genvdis.errors import UserError
 from genvdis.theoryconfig import parse_theory_config
 
 CONFIG = {
@@ -131,3 +132,52 @@ def test_a_changed_config_is_never_taken_for_up_to_date(
     assert sorted(ran) == reruns
     fresh = theory.run_theory(config, tmp_path / "fresh")
     assert _files(root) == _files(fresh)
+
+
+# --- issue 30 §5: a run and a theory of one name in one --out ----------------------------------
+
+
+def test_a_run_and_a_theory_of_one_name_are_refused_in_either_order(
+    first, tmp_path, write_toy, toy_config
+):
+    """A run named like a theory wrote its summary.csv into the theory's folder and `plot`
+    drew its figure over the theory's (the theory never up to date again); the theory into a
+    run's folder likewise. Both are refused before anything runs, the other's files intact."""
+    from typer.testing import CliRunner
+
+    from genvdis.cli import app
+
+    out = _copy(first, tmp_path / "out")
+    before = _files(out / "mini")
+    text = toy_config("sizes: [10, 20]", "splits: 4", replace={"name: toy": "name: mini"})
+    config = write_toy(tmp_path, text, "mini.yaml")
+    result = CliRunner().invoke(app, ["run", str(config), "--out", str(out), "-q"])
+    assert result.exit_code == 2, result.output
+    message = result.stderr.strip()
+    assert message.startswith(f"error: {config}: {out / 'mini'}") and "'mini'" in message
+    assert "theory" in message and len(message.splitlines()) == 1
+    assert _files(out / "mini") == before
+    runs = tmp_path / "runs"
+    assert CliRunner().invoke(app, ["run", str(config), "--out", str(runs), "-q"]).exit_code == 0
+    made = _files(runs / "mini")
+    theory_config = tmp_path / "theory.yaml"
+    theory_config.write_text(json.dumps(CONFIG))
+    result = CliRunner().invoke(app, ["theory", str(theory_config), "--out", str(runs), "-q"])
+    assert result.exit_code == 2, result.output
+    assert f"{runs / 'mini'}" in result.stderr and "a run named 'mini'" in result.stderr
+    assert _files(runs / "mini") == made
+    with pytest.raises(UserError, match="a run named 'mini'"):  # the API alike
+        theory.run_theory(parse_theory_config(CONFIG), runs)
+
+
+def test_an_ns_errors_are_read_through_the_runs_check(first, tmp_path, monkeypatch):
+    """theory read each n's errors.csv as it was, after deciding the n's run was up to date:
+    a file replaced in between gave m* of numbers that are not the run's. Now the bytes read
+    are the bytes checked against the n's manifest, as every reader of a run does."""
+    out = _copy(first, tmp_path)
+    errors = out / "mini" / "n3" / "errors.csv"
+    lines = errors.read_text().splitlines(keepends=True)
+    errors.write_text("".join([lines[0], *lines[1:]][:-1]))  # one split's row fewer
+    monkeypatch.setattr(theory, "_recorded_run", lambda experiment, run_dir: "up to date")
+    with pytest.raises(UserError, match=r"n3/errors.csv: changed since its run wrote it"):
+        theory._one_n(parse_theory_config(CONFIG), out / "mini", 3, 1, None, False, 0.0)
