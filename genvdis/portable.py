@@ -162,6 +162,19 @@ def rows_times(A: np.ndarray, B: np.ndarray, out: np.ndarray, symmetric: bool) -
 
 
 @jit
+def gram_row(B: np.ndarray, Bt: np.ndarray, j: int, out: np.ndarray) -> None:
+    """Row j of B B^T (B (m, r), Bt its transpose (r, m)): out_i = sum_k b_jk b_ik over k in
+    order, by updates across i (vectorised); the bits of `matmuls`(B, Bt)'s row j, and of
+    its column j (the products commute)."""
+    for i in range(out.size):
+        out[i] = 0.0
+    for k in range(B.shape[1]):
+        b, column = B[j, k], Bt[k]
+        for i in range(out.size):
+            out[i] += b * column[i]
+
+
+@jit
 def matmuls(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     """A_s @ B_s for each s (A (S, p, n), B (S, n, q)): (S, p, q), each entry summed over n
     in order (`rows_times`; for a wide q: ~2x BLAS's time, where `products` is 3-6x)."""

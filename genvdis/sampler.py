@@ -149,21 +149,21 @@ def _next_hit(
 
 
 @streams.jit
-def _gram_row(B: np.ndarray, G: np.ndarray, have: np.ndarray, j: int) -> None:
-    """Row j of the Gram matrix G = B B^T, on the first bounce off wall j: G_ji = B_j . B_i
-    (`portable.dot`: a fixed order, the bits of `portable.gram`'s entries). A chain meets few
-    of the walls, so most rows are never needed (BLAS formed all of them; in an order of its
-    CPU's choosing)."""
+def _gram_row(B: np.ndarray, Bt: np.ndarray, G: np.ndarray, have: np.ndarray, j: int) -> None:
+    """Row j of the Gram matrix G = B B^T, on the first bounce off wall j (`portable.gram_row`:
+    a fixed order, the bits of `portable.matmuls`(B, B^T)). A chain meets few of the walls,
+    so most rows are never needed (BLAS formed all of them, in an order of its CPU's
+    choosing)."""
     if not have[j]:
-        for i in range(B.shape[0]):
-            G[j, i] = portable.dot(B[j], B[i])
+        portable.gram_row(B, Bt, j, G[j])
         have[j] = True
 
 
 @streams.jit
 def _trajectory(
-    B: np.ndarray, G: np.ndarray, have: np.ndarray, w: np.ndarray, p: np.ndarray, c: np.ndarray,
-    v: np.ndarray, key: np.ndarray, rc: float, rs: float, max_bounces: int,
+    B: np.ndarray, Bt: np.ndarray, G: np.ndarray, have: np.ndarray, w: np.ndarray,
+    p: np.ndarray, c: np.ndarray, v: np.ndarray, key: np.ndarray, rc: float, rs: float,
+    max_bounces: int,
 ) -> tuple[float, float]:  # fmt: skip
     """One exact HMC trajectory for N(0, I) truncated to {B w > 0}: moves w and p in place for
     the time whose cosine and sine are (rc, rs), or until `max_bounces` walls; returns the
@@ -190,7 +190,7 @@ def _trajectory(
         if not hit:
             return 1.0, 0.0
         rc, rs = rc * cos + rs * sin, rs * cos - rc * sin
-        _gram_row(B, G, have, j)
+        _gram_row(B, Bt, G, have, j)
         scale = 2.0 * (v[j] * cos - c[j] * sin) / G[j, j]
         for k in range(r):
             p[k] -= scale * B[j, k]
@@ -242,7 +242,9 @@ def _chains(
                 p[k] = streams.next_normal(state)
             _copy(c, here)
             _values(Bt[s], p, v)
-            left_c, left_s = _trajectory(B[s], G, have, proposal, p, c, v, key, rc, rs, budget)
+            left_c, left_s = _trajectory(
+                B[s], Bt[s], G, have, proposal, p, c, v, key, rc, rs, budget
+            )
             if iteration == 0:  # the time travelled, pi/2 less the time left, from now on
                 travelled = np.pi / 2 - np.arctan2(left_s, left_c)
                 if travelled > 0:

@@ -493,7 +493,7 @@ def test_the_chains_are_the_plain_algorithms_bit_for_bit(problem):
     z0 = hyperplanes.max_margin(A)[1]
     Q, _ = np.linalg.qr(A.T)
     B = np.ascontiguousarray(A @ Q)
-    G = portable.gram(B[None])[0]  # the bits of the chains' rows of B B^T, formed as walls are hit
+    G = portable.matmuls(B[None], B.T[None].copy())[0]  # the bits of the chains' rows of B B^T
     w0 = Q.T @ z0 * np.sqrt(B.shape[1]) / np.linalg.norm(Q.T @ z0)
     keys = stream_keys(3, len(A), range(6), 1)
     W, _, _ = sampler._chains(
