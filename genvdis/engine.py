@@ -41,7 +41,7 @@ from genvdis.planning import Plan, plan_tasks
 from genvdis.preprocessing import PreparedData, prepare
 from genvdis.progress import Progress, silent
 from genvdis.scoring import EncodedData, count_errors
-from genvdis.sections import SyntheticSource
+from genvdis.sections import FileDataset, SyntheticSource
 
 log = logging.getLogger(__name__)
 
@@ -162,6 +162,43 @@ def resolve(config: ExperimentConfig, data: PreparedData) -> dict:
     }
 
 
+def check_sizes(config: ExperimentConfig, data: PreparedData) -> None:
+    """Every m of the grid holds each class in every training and every test set
+    (`splits.check_size`): refused before anything runs, naming the m and the class."""
+    for m in config.size_grid:
+        splits.check_size(m, data.class_counts, config.test, config.split, data.class_names)
+
+
+def check_sizes_at_hand(
+    config: ExperimentConfig, base_dir: Path, mirror: str | None = None
+) -> bool:
+    """`validate`'s `check_sizes`, where the data need no download: a registered dataset whose
+    files are in the cache (checksums verified) or in a local mirror folder, a local file
+    (a relative path read from `base_dir`, the config's folder). Returns whether the data
+    were at hand (and so checked)."""
+    from genvdis import datasets, fetch
+
+    source = config.dataset
+    if isinstance(source, str):
+        base = fetch.mirror_base(mirror)
+        folder = fetch._local_path(base) if base and not fetch._is_url(base) else None
+
+        def at_hand(file: fetch.RemoteFile) -> bool:
+            cached = fetch.data_dir() / file.path
+            if cached.is_file() and fetch.file_sha256(cached) == file.sha256:
+                return True
+            return folder is not None and (folder / file.path).is_file()
+
+        if not all(at_hand(file) for file in datasets.get_info(source).files):
+            return False
+    elif not isinstance(source, FileDataset) or source.path is None:
+        return False  # a URL (fetched), synthetic data (drawn), a bundled table: not read here
+    elif not (base_dir / source.path).is_file():
+        return False
+    check_sizes(config, prepare(load_data(config, base_dir, mirror), config))
+    return True
+
+
 @dataclass
 class Run:
     """Everything a run needs once its config and data are checked: what `run_experiment`
@@ -211,8 +248,7 @@ def run_experiment(
         spec = config.dataset.synthetic
         planning.check_synthetic(spec.n_rows, spec.n_features, spec.kind, force)
     data = prepare(raw if raw is not None else load_data(config, base_dir, mirror), config)
-    for m in config.size_grid:
-        splits.check_size(m, data.class_counts, config.test)
+    check_sizes(config, data)
     width = data.layout.n_continuous + sum(data.layout.levels) + 1
     plan = plan_tasks(config.size_grid, config.splits, config.block_size, width, data.n_rows)
     names = [spec.name for spec in config.models]

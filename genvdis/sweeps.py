@@ -131,7 +131,7 @@ def _misfit(config: ExperimentConfig, data: PreparedData) -> str:
     """Why the data cannot take the config's m grid ("" if they can)."""
     try:
         for m in config.size_grid:
-            splits.check_size(m, data.class_counts, config.test)
+            splits.check_size(m, data.class_counts, config.test, config.split, data.class_names)
     except UserError as error:
         return str(error)
     return ""
