@@ -10,9 +10,11 @@ caller passes (`progress`), notices to logging.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -319,7 +321,7 @@ def _compute(run: Run, jobs: int, backend: str, scheduler: str | None, progress:
             log.info("%s: resuming, %d of %d blocks already done", config.name, kept, plan.count)
         if not kernelcache.compiled_before():
             log.info(COMPILING)
-        with progress(config.name, plan.count) as bar:
+        with progress(config.name, plan.count) as bar, _ctrl_c():
             bar(kept)
             calls = ((run.encoded, run.models, m, block, protocol) for m, block in todo)
             for m, start, frame in backends.map_unordered(_task, calls, backend, jobs):
@@ -329,6 +331,22 @@ def _compute(run: Run, jobs: int, backend: str, scheduler: str | None, progress:
     log.info("%s: %d blocks in %.1f s", config.name, plan.count - kept, elapsed)
     results.write_results(run.run_dir, store.load_all(), run.resolved, [m.name for m in run.models])
     store.remove()
+
+
+@contextlib.contextmanager
+def _ctrl_c() -> Iterator[None]:
+    """Ctrl-C as KeyboardInterrupt. Python runs its SIGINT handler once a compiled kernel
+    returns; when that is while numba boxes the kernel's results, numba raises SystemError
+    over the KeyboardInterrupt (numba 0.6x): said as what it is, not as an internal error."""
+    try:
+        yield
+    except SystemError as error:
+        cause: BaseException | None = error
+        while cause is not None and not isinstance(cause, KeyboardInterrupt):
+            cause = cause.__context__ or cause.__cause__
+        if cause is None:
+            raise
+        raise KeyboardInterrupt from None
 
 
 def _task(data, models, m, block, protocol) -> tuple[int, int, pd.DataFrame]:

@@ -56,3 +56,117 @@ def test_results_do_not_depend_on_how_splits_are_grouped(m):
     )
     if m == 8:
         assert whole.separable.any()
+
+
+# --- issue 30 §2 and §5: every class in every test set; Ctrl-C within a second -----------------
+
+
+def _classes_table(path, counts: dict[str, int]) -> None:
+    """A CSV of one continuous attribute and a label column with these class sizes."""
+    labels = [label for label, count in counts.items() for _ in range(count)]
+    rng = np.random.default_rng(0)
+    pd.DataFrame({"a": rng.normal(size=len(labels)).round(4), "y": labels}).to_csv(
+        path, index=False
+    )
+
+
+K_CLASS = """\
+name: k
+dataset: {{path: data.csv, target: y}}
+target: {{classes: all}}
+models: [naive_bayes]
+sizes: {sizes}
+splits: {splits}
+split: {split}
+block_size: {splits}
+"""
+
+
+def test_a_k_class_m_that_takes_a_whole_class_is_refused_naming_it(tmp_path):
+    """classes 30 + 30 + 3 rows: a stratified m = 60 takes all 3 rows of 'c' (largest
+    remainder), leaving every test set without it; run and validate refuse it, naming m and
+    class, before any folder is made; a random split at m = 60 is drawn holding it on both
+    sides instead."""
+    from genvdis import api
+    from genvdis.errors import UserError
+
+    _classes_table(tmp_path / "data.csv", {"a": 30, "b": 30, "c": 3})
+    config = tmp_path / "k.yaml"
+    config.write_text(K_CLASS.format(sizes="[10, 60]", splits=4, split="stratified"))
+    for call in (
+        lambda: api.run(config, out=tmp_path / "out"),
+        lambda: list(api.validate([config])),
+    ):
+        with pytest.raises(UserError, match="m=60 takes all 3 rows of class 'c'"):
+            call()
+    assert not (tmp_path / "out").exists()
+    config.write_text(K_CLASS.format(sizes="[10, 60]", splits=4, split="random"))
+    summary = api.run(config, out=tmp_path / "out").summary
+    assert (summary["n_splits"] == 4).all()
+
+
+def test_validate_checks_the_grid_only_where_the_data_are_at_hand(tmp_path, monkeypatch):
+    """A registered dataset that is not in the cache is not fetched by validate."""
+    from genvdis import engine
+    from genvdis.config import parse_config
+
+    monkeypatch.setenv("GENVDIS_DATA", str(tmp_path / "empty"))
+    monkeypatch.delenv("GENVDIS_MIRROR", raising=False)
+    config = parse_config(
+        {"name": "l", "dataset": "lenses", "target": {"positive": ["1"]}, "sizes": [4, 20]}
+    )
+    assert not engine.check_sizes_at_hand(config, tmp_path)
+    assert not (tmp_path / "empty").exists()
+
+
+# Runs `genvdis` as a terminal does: SIGINT raises KeyboardInterrupt (a process started in the
+# background inherits SIGINT ignored, and Python then installs no handler of its own).
+CTRL_C = """\
+import signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
+from genvdis.cli import app
+app(args=sys.argv[1:], prog_name="genvdis")
+"""
+
+
+def test_ctrl_c_stops_a_run_within_a_second_and_keeps_finished_blocks(tmp_path):
+    """Three two-row classes among 5000 rows, split: random: at m = 10 the rejection loop
+    alone needed ~10^7 draws a split, in one compiled call Ctrl-C could not stop; at m = 4990
+    a block of 1000 splits takes seconds to draw, in calls of ~0.1 s. SIGINT during it ends
+    the run at once, with the usual message, and m = 10's finished block stays on disk."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from genvdis import results
+
+    _classes_table(tmp_path / "data.csv", {"a": 2497, "b": 2497, "c": 2, "d": 2, "e": 2})
+    (tmp_path / "k.yaml").write_text(
+        K_CLASS.format(sizes="[10, 4990]", splits=1000, split="random")
+    )
+    run = subprocess.Popen(
+        [sys.executable, "-c", CTRL_C, "run", "k.yaml", "--out", "out"],
+        cwd=tmp_path, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    checkpoints = tmp_path / "out" / "k" / results.CHECKPOINTS
+    try:
+        deadline = time.monotonic() + 90
+        while not list(checkpoints.glob("m*.csv")) and time.monotonic() < deadline:
+            assert run.poll() is None, run.stderr.read()
+            time.sleep(0.05)
+        done = list(checkpoints.glob("m*.csv"))
+        assert done, "m = 10's block did not finish in 90 s"
+        time.sleep(0.5)  # into m = 4990's draw
+        assert run.poll() is None, "the run ended before Ctrl-C"
+        sent = time.monotonic()
+        run.send_signal(signal.SIGINT)
+        stderr = run.communicate(timeout=30)[1]
+        waited = time.monotonic() - sent
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert run.returncode == 130, stderr
+    assert "interrupted: finished blocks are kept" in stderr and "Traceback" not in stderr
+    assert waited < 3, waited
+    assert [p.name for p in checkpoints.glob("m*.csv")] == [p.name for p in done]

@@ -317,6 +317,15 @@ ROWS = [
     Row("yaml-merge-key-overridden", {},
         config(replace={"{positive: [x]}": "{<<: {positive: [z]}, positive: [x]}"}),
         RUN_ARGS, 0, []),  # fmt: skip
+    # issue 30 §2: every test set holds every class (the m and the class are named)
+    bad_data("one-positive-row", {"data.csv": table(fill=("y", "z")).replace(",z\n", ",x\n", 1)},
+             BASE, "m=4", "'positive'", "1 row", validate=True),
+    bad_data("stratified-m-takes-every-positive",
+             {"data.csv": table(fill=("y", "z")).replace(",z\n", ",x\n", 2)},
+             config(replace={"[4, 10]": "[4, 30]"}), "m=30", "'positive'", validate=True),
+    bad_data("random-m-leaves-one-test-row", {},
+             config("split: random", replace={"[4, 10]": "[4, 39]"}), "m=39", validate=True),
+    bad_data("test-set-of-one-row", {}, config("test: 1"), "test: 1", "2 classes", validate=True),
 ]  # fmt: skip
 
 
