@@ -170,3 +170,45 @@ def test_ctrl_c_stops_a_run_within_a_second_and_keeps_finished_blocks(tmp_path):
     assert "interrupted: finished blocks are kept" in stderr and "Traceback" not in stderr
     assert waited < 3, waited
     assert [p.name for p in checkpoints.glob("m*.csv")] == [p.name for p in done]
+
+
+def test_the_sampler_runs_in_short_calls_with_the_same_draws(monkeypatch):
+    """The sampler's chains (up to ~0.8 s a call on sonar's 250-split blocks) run in pieces
+    of about planning.CALL_SECONDS, between which Ctrl-C is seen; each problem has its own
+    stream, so the pieces give the very draws of one call."""
+    from genvdis import hyperplanes, planning, sampler
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(12, 5))
+    A = np.stack(
+        [hyperplanes.signed_rows(X, (X[:, 0] + 0.1 * s > 0).astype(int)) for s in range(9)]
+    )
+    z0 = np.stack([hyperplanes.max_margin(a)[1] for a in A])
+    keys = stream_keys(1, 12, range(9), stream=1)
+    whole = sampler.sample_version_space(A, z0, 5, keys)
+    calls, chains = [], sampler._chains
+
+    def counted(B, *args):
+        calls.append(len(B))
+        return chains(B, *args)
+
+    monkeypatch.setattr(sampler, "_chains", counted)
+    monkeypatch.setattr(planning, "CALL_SECONDS", 0.0)  # one problem a call after the first
+    np.testing.assert_array_equal(sampler.sample_version_space(A, z0, 5, keys), whole)
+    assert calls == [4, 1, 1, 1, 1, 1]
+
+
+def test_in_short_calls_sizes_pieces_by_time_and_joins_them(monkeypatch):
+    from genvdis import planning
+
+    pieces = []
+
+    def call(a, b):
+        pieces.append((a, b))
+        return np.arange(a, b), np.arange(a, b)[:, None] * 2
+
+    first, second = planning.in_short_calls(call, 100)
+    np.testing.assert_array_equal(first, np.arange(100))
+    np.testing.assert_array_equal(second[:, 0], 2 * np.arange(100))
+    assert pieces[0] == (0, 4) and pieces[1][1] - pieces[1][0] == 16  # fast: grows fourfold
+    assert planning.in_short_calls(call, 0)[0].size == 0
