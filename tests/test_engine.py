@@ -212,3 +212,27 @@ def test_in_short_calls_sizes_pieces_by_time_and_joins_them(monkeypatch):
     np.testing.assert_array_equal(second[:, 0], 2 * np.arange(100))
     assert pieces[0] == (0, 4) and pieces[1][1] - pieces[1][0] == 16  # fast: grows fourfold
     assert planning.in_short_calls(call, 0)[0].size == 0
+
+
+@pytest.mark.parametrize("test", ["rest", 60])
+def test_scoring_in_pieces_of_splits_gives_the_same_errors(monkeypatch, test):
+    """A block is scored in pieces of splits when it is large (a 1,000,000-row table's took
+    10 s in one call, deaf to Ctrl-C): one split a piece here, the same rows as one call."""
+    from genvdis import engine, planning
+
+    X, y, layout = mixed_data()
+    data = EncodedData.encode(X, y, layout)
+    models = [NaiveBayes(layout), LogisticRegression(layout), LDA(layout)]
+    protocol = Protocol(2, "stratified", test)
+    whole = run_block(data, models, 30, range(0, 12), protocol)
+    pieces, score = [], engine.count_errors
+
+    def counted(data, coef, train, *args):
+        pieces.append(len(train))
+        return score(data, coef, train, *args)
+
+    monkeypatch.setattr(engine, "count_errors", counted)
+    monkeypatch.setattr(engine, "SCORE_WORK", 1)
+    monkeypatch.setattr(planning, "CALL_SECONDS", 0.0)
+    pd.testing.assert_frame_equal(run_block(data, models, 30, range(0, 12), protocol), whole)
+    assert pieces == [1] * 12
