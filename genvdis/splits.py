@@ -4,7 +4,11 @@ more classes (labels 0..K-1).
 Because split s at size m depends on nothing else, results do not depend on how splits are
 grouped into tasks, on the number of workers, or on the order tasks finish in; and every model
 is scored on the very same splits (paired comparisons). A split's rows are drawn from its own
-counter-based stream (`streams`), in one compiled pass over the whole block of splits.
+counter-based stream (`streams`), in compiled passes over the block of splits (each short
+enough for Ctrl-C to be seen between them).
+
+Every training set and every test set holds each class (`check_size` refuses an m where that
+cannot be): an error measured on a test set without a class is not the error asked about.
 """
 
 from __future__ import annotations
@@ -39,10 +43,10 @@ def check_size(
     names: Sequence[str] = (),
 ) -> None:
     """An m that cannot hold one example of each class in every training set and in every test
-    set is a user error, naming m and the class: an error measured on a test set without a
-    class is not the error asked about (issue 30). A stratified m that takes all of a class's
-    rows is refused; a random split is drawn so both sets hold each class (`_draw_rows`), which
-    needs at least K rows outside training and 2 rows of each class."""
+    set is a user error, naming m and the class. A stratified m that takes all of a class's
+    rows is refused; a random split is drawn so that both sets hold each class (`_draw_rows`),
+    which needs K rows outside training; either needs 2 rows of each class, and a fixed-size
+    test set K rows."""
     n, K = sum(class_counts), len(class_counts)
     n_test = n - m if test == "rest" else test
     if m < max(2, K):
@@ -72,7 +76,7 @@ def check_size(
             )
     elif n - m < K:
         raise UserError(
-            f"sizes: m={m} leaves {n - m} rows outside training, too few for a test row of "
+            f"sizes: m={m} leaves {n - m} row(s) outside training, too few for a test row of "
             f"each of the {K} classes; use a smaller m"
         )
 

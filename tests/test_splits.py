@@ -225,7 +225,7 @@ FIVE_RARE = np.array([0] * 2497 + [1] * 2497 + [2] * 2 + [3] * 2 + [4] * 2)  # 3
         (50, (59, 1), "rest", "stratified", ("m=50", "'positive'", "1 row")),
         (4, (59, 1), "rest", "random", ("m=4", "'positive'", "1 row")),
         (6, (5, 2, 1), "rest", "random", ("m=6", "'2'", "1 row")),
-        (59, (58, 2), "rest", "random", ("m=59", "1 rows outside training", "3")[:2]),
+        (59, (58, 2), "rest", "random", ("m=59", "1 row(s) outside training")),
         (10, (50, 30, 20), 2, "random", ("test: 2", "3 classes")),
     ],
 )
