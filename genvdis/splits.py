@@ -202,18 +202,20 @@ def _log_choose(n: int, k: int) -> float:
 def _uniform_subset(
     state: np.ndarray, pool: np.ndarray, n_pool: int, y: np.ndarray, k: int, lo: np.ndarray,
     hi: np.ndarray, picked: np.ndarray, taken: np.ndarray, counts: np.ndarray, out: np.ndarray,
+    every: bool,
 ) -> bool:  # fmt: skip
-    """out[:k]: a uniform k-subset of pool[:n_pool] holding lo[c]..hi[c] rows of each class
-    c, by up to TRIES uniform draws; False if none of them did."""
+    """out[:k]: a uniform k-subset of pool[:n_pool] (`every`: of all rows, pool unread)
+    holding lo[c]..hi[c] rows of each class c, by up to TRIES uniform draws; False if none of
+    them did."""
     for _ in range(TRIES):
         streams.sample_without_replacement(state, n_pool, k, picked, taken)
         for c in range(counts.size):
             counts[c] = 0
         for i in range(k):
-            counts[y[pool[picked[i]]]] += 1
+            counts[y[picked[i] if every else pool[picked[i]]]] += 1
         if _within(counts, lo, hi):
             for i in range(k):
-                out[i] = pool[picked[i]]
+                out[i] = picked[i] if every else pool[picked[i]]
             return True
     return False
 
@@ -370,7 +372,9 @@ def _draw_rows(
                 for i in range(counts[c]):
                     row[at + i] = members[starts[c] + picked[i]]
                 at += counts[c]
-        elif not _uniform_subset(state, every, n, y, m, one, all_but_one, picked, taken, seen, row):
+        elif not _uniform_subset(
+            state, every, n, y, m, one, all_but_one, picked, taken, seen, row, True
+        ):
             pending[s], states[s] = 1, state[0]
             continue
         _sort_rows(row, bits, n)
@@ -378,7 +382,7 @@ def _draw_rows(
             n_rest = _rest_rows(row, n, in_train, rest)
             out = test[s]
             if not _uniform_subset(
-                state, rest, n_rest, y, n_test, one, no_cap, picked, taken, seen, out
+                state, rest, n_rest, y, n_test, one, no_cap, picked, taken, seen, out, False
             ):
                 pending[s], states[s] = 2, state[0]
                 continue
@@ -432,7 +436,7 @@ def _finish_rows(
             n_rest = _rest_rows(row, n, in_train, rest)
             out = test[s]
             if pending[s] == 2 or not _uniform_subset(
-                state, rest, n_rest, y, n_test, one, no_cap, picked, taken, seen, out
+                state, rest, n_rest, y, n_test, one, no_cap, picked, taken, seen, out, False
             ):
                 rest_law = _law(rest, n_rest, y, n_test, one, no_cap)
                 _exact_subset(state, rest_law, n_test, one, no_cap, picked, taken, out)
