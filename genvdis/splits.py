@@ -361,6 +361,7 @@ def _draw_rows(
     bits = np.zeros((n + 63) // 64, dtype=np.uint64)
     every = np.arange(n)
     one, no_cap, all_but_one = _bounds(starts, n)
+    every_row, some_rows = n >= 0, n < 0  # not literals, which numba would compile twice for
     for s in range(S):
         state[0] = keys[s]
         row = train[s]
@@ -373,7 +374,7 @@ def _draw_rows(
                     row[at + i] = members[starts[c] + picked[i]]
                 at += counts[c]
         elif not _uniform_subset(
-            state, every, n, y, m, one, all_but_one, picked, taken, seen, row, True
+            state, every, n, y, m, one, all_but_one, picked, taken, seen, row, every_row
         ):
             pending[s], states[s] = 1, state[0]
             continue
@@ -382,7 +383,7 @@ def _draw_rows(
             n_rest = _rest_rows(row, n, in_train, rest)
             out = test[s]
             if not _uniform_subset(
-                state, rest, n_rest, y, n_test, one, no_cap, picked, taken, seen, out, False
+                state, rest, n_rest, y, n_test, one, no_cap, picked, taken, seen, out, some_rows
             ):
                 pending[s], states[s] = 2, state[0]
                 continue
@@ -421,7 +422,8 @@ def _finish_rows(
     bits = np.zeros((n + 63) // 64, dtype=np.uint64)
     every = np.arange(n)
     one, no_cap, all_but_one = _bounds(starts, n)
-    law, ready = _law(every, 0, y, 0, one, all_but_one), False  # built at its first use
+    none = np.int64(0)  # not a literal 0, which numba would compile _law again for
+    law, ready = _law(every, none, y, none, one, all_but_one), False  # built at first use
     for s in range(S):
         if pending[s] == 0:
             continue
@@ -436,7 +438,7 @@ def _finish_rows(
             n_rest = _rest_rows(row, n, in_train, rest)
             out = test[s]
             if pending[s] == 2 or not _uniform_subset(
-                state, rest, n_rest, y, n_test, one, no_cap, picked, taken, seen, out, False
+                state, rest, n_rest, y, n_test, one, no_cap, picked, taken, seen, out, n < 0
             ):
                 rest_law = _law(rest, n_rest, y, n_test, one, no_cap)
                 _exact_subset(state, rest_law, n_test, one, no_cap, picked, taken, out)
