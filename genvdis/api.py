@@ -300,7 +300,7 @@ def validate(configs: Iterable[str | Path], allow_imports: Iterable[str] = ()) -
     >>> list(validate(["pima"]))
     ['pima: ok (pima, 13 sizes)']
     """
-    from genvdis import builtin, estimators
+    from genvdis import builtin, engine, estimators
     from genvdis.config import VARIANTS_KEY, is_theory_config, parse_config, read_yaml
     from genvdis.theoryconfig import parse_theory_config
     from genvdis.variants import check_block
@@ -328,6 +328,7 @@ def validate(configs: Iterable[str | Path], allow_imports: Iterable[str] = ()) -
         try:
             _check_columns(config, file)
             estimators.check_config(config, tuple(allow_imports))
+            engine.check_sizes_at_hand(config, file.parent)  # the m grid against the classes
         except UserError as error:
             raise UserError(f"{path}: {error}") from None
         n = check_block(config, block, path)

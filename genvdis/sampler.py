@@ -22,7 +22,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from genvdis import streams
+from genvdis import planning, streams
 
 # The per-wall loops divide by c_i <= 0 on purpose (the result is never read): numpy's error
 # model lets them do so without a check, which is what lets them vectorise.
@@ -281,7 +281,12 @@ def sample_version_space(
     G = B @ np.swapaxes(B, 1, 2)
     Bt = np.ascontiguousarray(np.swapaxes(B, 1, 2))
     w *= np.sqrt(r) / np.linalg.norm(w, axis=1, keepdims=True)  # the typical radius
-    w, v, u = _chains(B, Bt, G, w, keys, int(iterations), int(warmup_bounces), d)
+    start = w
+    w, v, u = planning.in_short_calls(  # each problem its own stream: pieces change nothing
+        lambda a, b: _chains(B[a:b], Bt[a:b], G[a:b], start[a:b], keys[a:b], int(iterations),
+                             int(warmup_bounces), d),
+        S,
+    )  # fmt: skip
     if m >= d:
         z = w
     else:  # the part outside the row space: d normals projected off it, drawn exactly

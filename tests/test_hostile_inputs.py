@@ -406,6 +406,15 @@ ROWS = [
             RUN_ARGS, 0, [])
         for factor in (1e15, 1e-150) for policy in ("sample", "max_margin", "ridge")
     ),
+    # issue 30 §2: every test set holds every class (the m and the class are named)
+    bad_data("one-positive-row", {"data.csv": table(fill=("y", "z")).replace(",z\n", ",x\n", 1)},
+             BASE, "m=4", "'positive'", "1 row", validate=True),
+    bad_data("stratified-m-takes-every-positive",
+             {"data.csv": table(fill=("y", "z")).replace(",z\n", ",x\n", 2)},
+             config(replace={"[4, 10]": "[4, 30]"}), "m=30", "'positive'", validate=True),
+    bad_data("random-m-leaves-one-test-row", {},
+             config("split: random", replace={"[4, 10]": "[4, 39]"}), "m=39", validate=True),
+    bad_data("test-set-of-one-row", {}, config("test: 1"), "test: 1", "2 classes", validate=True),
 ]  # fmt: skip
 
 
