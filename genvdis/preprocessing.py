@@ -435,6 +435,16 @@ def _level_codes(column: pd.Series) -> tuple[np.ndarray, list[str]]:
     return recode[categories.codes], merged
 
 
+def _missing_level(column: pd.Series) -> str:
+    """The level `missing: category` gives a column's missing cells: '?', or, where '?' is a
+    real value of the column (not a missing token), '??' (and so on), never one of its values:
+    a real '?' and the missing cells were one level."""
+    taken, level = set(column.dropna()), MISSING_LEVEL
+    while level in taken:
+        level += MISSING_LEVEL
+    return level
+
+
 def prepare(raw: RawData, config: ExperimentConfig) -> PreparedData:
     """Apply the config's attribute subset, target mapping, missing policy and scaling."""
     names = select_attributes(raw, config.attributes)
@@ -457,7 +467,8 @@ def prepare(raw: RawData, config: ExperimentConfig) -> PreparedData:
     if config.missing == "drop":
         keep &= frame.notna().all(axis=1)
     elif config.missing == "category":
-        frame[discrete] = frame[discrete].fillna(MISSING_LEVEL)
+        for name in discrete:
+            frame[name] = frame[name].fillna(_missing_level(frame[name]))
         keep &= frame[continuous].notna().all(axis=1)
     else:  # impute: mean for continuous, most frequent value for discrete
         for name in continuous:

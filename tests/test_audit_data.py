@@ -492,3 +492,23 @@ def test_init_output_that_cannot_be_written_is_a_user_error(tmp_path):
 def test_the_dataset_target_listed_in_attributes_is_named_as_the_target(tmp_path):
     with pytest.raises(UserError, match=r"attributes: 'label' is the dataset's label column"):
         prepared(tmp_path, THREE, config('{positive: ["yes"]}', "attributes: [a, label]"))
+
+
+# --- issue 30: second adversarial pass ----------------------------------------------------------
+
+
+def test_missing_cells_are_a_level_apart_from_a_real_question_mark(tmp_path):
+    """With '?' not a missing token, a cell '?' is a real value: `missing: category` gave the
+    missing cells the level '?' too, one level of both (3 levels here, not 4), exit 0."""
+    csv = "a,b,label\n1,x,yes\n2,?,no\n3,NA,yes\n4,y,no\n5,?,yes\n6,NA,no\n"
+    data = prepared(
+        tmp_path,
+        csv,
+        config('{positive: ["yes"]}', "missing: category").replace(
+            "target: label}", "target: label, missing_values: [NA]}"
+        ),
+    )
+    assert data.layout.levels[data.feature_names.index("b") - data.layout.n_continuous] == 4
+    assert data.level_names["b"] == ["?", "??", "x", "y"]
+    codes = data.X[:, data.feature_names.index("b")].astype(int).tolist()
+    assert codes[1] == codes[4] != codes[2] == codes[5]  # '?' rows: one level; NA rows: another
