@@ -384,10 +384,25 @@ _CODE = re.compile(r"`([^`]+)`")
 _BOLD = re.compile(r"\*\*([^*]+)\*\*")
 
 
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def _link(match: re.Match) -> str:
+    """A Markdown link as an <a>, if its target is a relative path or a web address; else its
+    text as it is. A title (or any text a config gives) written `[x](javascript:...)` would
+    otherwise be a live script link in REPORT.html (browsers drop tabs, newlines and leading
+    spaces from an address before reading its scheme)."""
+    target = re.sub(r"[\x00-\x20\x7f]", "", html.unescape(match[2]))
+    scheme = _SCHEME.match(target)
+    if scheme and scheme[0].lower() not in ("http:", "https:"):
+        return match[0]
+    return f'<a href="{html.escape(match[2])}">{match[1]}</a>'
+
+
 def inline_html(text: str) -> str:
     """Escape, then the three inline forms the report uses: links, `code`, **bold**."""
     s = html.escape(text, quote=False)
-    s = _LINK.sub(lambda m: f'<a href="{html.escape(m[2])}">{m[1]}</a>', s)
+    s = _LINK.sub(_link, s)
     s = _CODE.sub(r"<code>\1</code>", s)
     return _BOLD.sub(r"<strong>\1</strong>", s)
 
