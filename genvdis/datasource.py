@@ -241,6 +241,12 @@ def load_sklearn(name: str) -> RawData:
     if not all(hasattr(bunch, key) for key in ("data", "target", "feature_names")):
         raise UserError(f"{where}: not a table (it gives no data, target and feature_names)")
     X, y = np.asarray(bunch.data, dtype=float), np.asarray(bunch.target)
+    if y.ndim != 1 or X.ndim != 2 or len(X) != len(y):  # load_linnerud: 3 targets per row
+        targets = f"{y.shape[1]} target columns" if y.ndim == 2 else f"a target of shape {y.shape}"
+        raise UserError(
+            f"{where}: not a table of one label per row (it gives {targets}); genvdis takes "
+            "one label column: save the table as a CSV and name its target in dataset.target"
+        )
     frame = pd.DataFrame(X, columns=[str(c) for c in bunch.feature_names])
     frame["target"] = y.astype(str)
     names = getattr(bunch, "target_names", None)

@@ -389,6 +389,11 @@ ROWS = [
                "'Pairs.CSV'", "a file genvdis writes"),
     bad_theory("theory-name-explorer.html", theory(replace={"name: th": "name: explorer.html"}),
                "name", "explorer.html"),
+    # issue 30: second adversarial pass
+    bad_data("sklearn-table-of-several-targets", {},
+             "name: sk\ndataset: {sklearn: load_linnerud}\n"
+             "target: {threshold: {op: '>', value: median}}\nsizes: [5]\nsplits: 2\n",
+             "sklearn.datasets.load_linnerud", "3 target columns", "one label"),
 ]  # fmt: skip
 
 
