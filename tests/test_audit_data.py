@@ -512,3 +512,32 @@ def test_missing_cells_are_a_level_apart_from_a_real_question_mark(tmp_path):
     assert data.level_names["b"] == ["?", "??", "x", "y"]
     codes = data.X[:, data.feature_names.index("b")].astype(int).tolist()
     assert codes[1] == codes[4] != codes[2] == codes[5]  # '?' rows: one level; NA rows: another
+
+
+BIG = ["12345678901234567890", "12345678901234567891", "9007199254740993", "9007199254740992"]
+
+
+@pytest.mark.parametrize(
+    ("target", "counts", "names"),
+    [
+        (f'{{positive: ["{BIG[0]}"]}}', (30, 10), []),
+        ("{classes: all}", (10, 10, 10, 10), [BIG[3], BIG[2], BIG[0], BIG[1]]),
+    ],
+)
+def test_numbers_one_double_apart_are_two_labels(tmp_path, target, counts, names):
+    """Long codes that round to one double were one label: `positive` took the other's rows
+    too (exit 0), `classes: all` made one class of two. The labels are numbers written
+    exactly; '1' and '1.0' stay one."""
+    csv = "a,label\n" + "".join(f"{i * 0.37:.2f},{BIG[i % 4]}\n" for i in range(40))
+    data = prepared(tmp_path, csv, config(target))
+    assert data.class_counts == counts
+    assert data.class_names == names
+
+
+def test_numbers_one_double_apart_are_two_levels(tmp_path):
+    csv = "a,b,label\n" + "".join(
+        f"{i * 0.37:.2f},{BIG[2 + i % 2] if i % 3 else '1.0'},{'yes' if i % 2 else 'no'}\n"
+        for i in range(40)
+    )
+    data = prepared(tmp_path, csv.replace(",1.0,", ",1,", 3), config())
+    assert data.level_names["b"] == ["1", BIG[3], BIG[2]]  # '1' and '1.0' one level
