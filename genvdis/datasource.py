@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import lzma
+import re
 import stat
 import tarfile
 import zipfile
@@ -126,10 +127,14 @@ def _read_table(path: Path, sep: str, spec: FileDataset, label: str) -> pd.DataF
     a data row with more fields than it is then an error (pandas would take the extra
     field for an index and shift every value), and its names must be distinct once stripped
     (pandas would rename a repeated 'a' to 'a.1', and keep 'a ' and 'a' apart)."""
+    # pandas reads a separator of several characters as a regular expression: '||' would
+    # split between every character, '**' fail inside `re`; `sep` is the characters written
+    engine = "python" if len(sep) > 1 else "c"  # the one that reads them (no warning)
+    sep = re.escape(sep) if len(sep) > 1 else sep
     try:
         frame = pd.read_csv(
             path, sep=sep, header=None, dtype=str, na_values=spec.missing_values,
-            keep_default_na=False, skipinitialspace=True,
+            keep_default_na=False, skipinitialspace=True, engine=engine,
         )  # fmt: skip
     except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else "empty file"

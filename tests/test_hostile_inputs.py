@@ -394,6 +394,11 @@ ROWS = [
              "name: sk\ndataset: {sklearn: load_linnerud}\n"
              "target: {threshold: {op: '>', value: median}}\nsizes: [5]\nsplits: 2\n",
              "sklearn.datasets.load_linnerud", "3 target columns", "one label"),
+    Row("separator-of-regex-characters-read-as-written",  # was an internal error from `re`
+        {"data.csv": table().replace(",", "**")}, dataset('sep: "**"'), RUN_ARGS, 0, []),
+    Row("separator-that-splits-a-cell-as-a-regex",  # '. ' matched 'u ' inside 'u v'
+        {"data.csv": table().replace(",", ". ").replace(". u. ", ". u v. ")},
+        dataset('sep: ". "'), RUN_ARGS, 0, []),
 ]  # fmt: skip
 
 
