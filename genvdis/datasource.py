@@ -129,7 +129,9 @@ def _read_table(path: Path, sep: str, spec: FileDataset, label: str) -> pd.DataF
     (pandas would rename a repeated 'a' to 'a.1', and keep 'a ' and 'a' apart)."""
     # pandas reads a separator of several characters as a regular expression: '||' would
     # split between every character, '**' fail inside `re`; `sep` is the characters written
-    engine = "python" if len(sep) > 1 else "c"  # the one that reads them (no warning)
+    # pandas' C reader takes one byte: '¦' (two in UTF-8) goes to the Python one, as does a
+    # longer separator (which it reads without a warning then)
+    engine = "python" if len(sep.encode()) > 1 else "c"
     sep = re.escape(sep) if len(sep) > 1 else sep
     try:
         frame = pd.read_csv(

@@ -399,6 +399,8 @@ ROWS = [
     Row("separator-that-splits-a-cell-as-a-regex",  # '. ' matched 'u ' inside 'u v'
         {"data.csv": table().replace(",", ". ").replace(". u. ", ". u v. ")},
         dataset('sep: ". "'), RUN_ARGS, 0, []),
+    Row("separator-of-one-non-ascii-character",  # was refused: "the 'c' engine does not ..."
+        {"data.csv": table().replace(",", "¦")}, dataset('sep: "¦"'), RUN_ARGS, 0, []),
 ]  # fmt: skip
 
 
