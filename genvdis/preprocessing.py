@@ -453,6 +453,19 @@ def _level_codes(column: pd.Series) -> tuple[np.ndarray, list[str]]:
     return recode[categories.codes], merged
 
 
+def _most_frequent(column: pd.Series) -> str:
+    """The discrete value `missing: impute` fills in: the most frequent level, its spellings
+    counted together as `_level_codes` makes them one level ('1' and '1.0': 6 rows, not 3 and
+    3 against 4 of '2'); ties go to the smallest spelling, as pandas' mode does."""
+    cells = column.dropna().astype(str)
+    if cells.empty:
+        return MISSING_LEVEL
+    keys = label_keys(cells)
+    counts = keys.value_counts()
+    best = counts[counts == counts.max()].index
+    return str(cells[keys.isin(best)].min())
+
+
 def _missing_level(column: pd.Series) -> str:
     """The level `missing: category` gives a column's missing cells: '?', or, where '?' is a
     real value of the column (not a missing token), '??' (and so on), never one of its values:
@@ -492,8 +505,7 @@ def prepare(raw: RawData, config: ExperimentConfig) -> PreparedData:
         for name in continuous:
             frame[name] = frame[name].fillna(frame.loc[keep, name].mean())
         for name in discrete:
-            mode = frame.loc[keep, name].mode()
-            frame[name] = frame[name].fillna(mode.iloc[0] if len(mode) else MISSING_LEVEL)
+            frame[name] = frame[name].fillna(_most_frequent(frame.loc[keep, name]))
     frame, y = frame[keep], y[keep].astype(int).to_numpy()
     names = _check_classes(y, raw.frame[target_column], config.target)
     if config.preprocessing.continuous == "discretize":

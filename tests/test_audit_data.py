@@ -541,3 +541,21 @@ def test_numbers_one_double_apart_are_two_levels(tmp_path):
     )
     data = prepared(tmp_path, csv.replace(",1.0,", ",1,", 3), config())
     assert data.level_names["b"] == ["1", BIG[3], BIG[2]]  # '1' and '1.0' one level
+
+
+def test_impute_counts_the_spellings_of_one_level_together(tmp_path):
+    """`missing: impute` filled a discrete gap with pandas' mode of the cells: '2' (4 rows)
+    over '1' and '1.0' (3 + 3), which are one level of 6 rows."""
+    cells = ["1"] * 3 + ["1.0"] * 3 + ["2"] * 4 + ["?"] * 2
+    csv = "a,b,label\n" + "".join(
+        f"{i * 0.37:.2f},{cell},{'yes' if i % 2 else 'no'}\n" for i, cell in enumerate(cells)
+    )
+    data = prepared(tmp_path, csv, config('{positive: ["yes"]}', "missing: impute"))
+    assert data.level_names["b"] == ["1", "2"]
+    assert data.X[-2:, data.feature_names.index("b")].tolist() == [0.0, 0.0]  # level '1'
+
+
+def test_impute_breaks_a_tie_as_before(tmp_path):
+    csv = "a,b,label\n1,q,yes\n2,p,no\n3,q,yes\n4,p,no\n5,?,yes\n6,r,no\n"
+    data = prepared(tmp_path, csv, config('{positive: ["yes"]}', "missing: impute"))
+    assert data.X[4, data.feature_names.index("b")] == 0.0  # 'p', the smaller of the tie
