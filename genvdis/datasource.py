@@ -22,7 +22,7 @@ from genvdis.config import ExperimentConfig
 from genvdis.datasets import RawData
 from genvdis.errors import UserError
 from genvdis.fetch import fetch_url, file_sha256
-from genvdis.preprocessing import read_numbers
+from genvdis.preprocessing import label_keys, read_numbers
 from genvdis.sections import FileDataset, SklearnSource, SyntheticSource
 
 
@@ -163,7 +163,19 @@ def _read_table(path: Path, sep: str, spec: FileDataset, label: str) -> pd.DataF
     # pandas matches the missing tokens before the spaces around a cell are stripped: match
     # them again after ('? ' is '?', a quoted ' ' is ''), or they would be values and labels
     cells = frame.apply(lambda column: column.str.strip())
-    return cells.mask(cells.isin(spec.missing_values))
+    return _mask_numbers(cells.mask(cells.isin(spec.missing_values)), spec.missing_values)
+
+
+def _mask_numbers(cells: pd.DataFrame, tokens: list[str]) -> pd.DataFrame:
+    """A missing token that spells a number ('-999') is missing however a cell writes that
+    number ('-999.0', '-999.00'), as labels and levels are compared: matched as text only,
+    such a sentinel was a value (rescaling squashed the column under it), exit 0."""
+    listed = pd.Series(tokens, dtype=object)
+    numeric = listed[read_numbers(listed).values.notna()]
+    if numeric.empty:  # the default tokens: nothing to compare
+        return cells
+    sentinels = set(label_keys(numeric))
+    return cells.mask(cells.apply(lambda column: label_keys(column).isin(sentinels)))
 
 
 def table_path(spec: FileDataset, base_dir: Path = Path(".")) -> Path:

@@ -559,3 +559,21 @@ def test_impute_breaks_a_tie_as_before(tmp_path):
     csv = "a,b,label\n1,q,yes\n2,p,no\n3,q,yes\n4,p,no\n5,?,yes\n6,r,no\n"
     data = prepared(tmp_path, csv, config('{positive: ["yes"]}', "missing: impute"))
     assert data.X[4, data.feature_names.index("b")] == 0.0  # 'p', the smaller of the tie
+
+
+def test_a_numeric_missing_token_matches_the_number_however_written(tmp_path):
+    """`missing_values: ["-999"]` left '-999.0' a value: a continuous column rescaled under
+    it, exit 0. Now those rows are dropped as the ones written '-999' are."""
+    rows = [f"{i * 0.37:.2f},{'yes' if i % 2 else 'no'}" for i in range(40)]
+    text = "a,label\n" + "\n".join(rows) + "\n"
+    listed = config().replace("target: label}", 'target: label, missing_values: ["-999"]}')
+    written = {3: "-999.0", 8: "-999.00", 12: "-9.99e2", 20: "-999"}
+    odd = text.splitlines()
+    for row, cell in written.items():
+        odd[row + 1] = f"{cell},{odd[row + 1].split(',')[1]}"
+    data = prepared(tmp_path, "\n".join(odd) + "\n", listed)
+    kept = [r for i, r in enumerate(rows) if i not in written]
+    (tmp_path / "plain").mkdir()
+    plain = prepared(tmp_path / "plain", "a,label\n" + "\n".join(kept) + "\n", listed)
+    assert data.n_rows == 36
+    np.testing.assert_array_equal(data.X, plain.X)
