@@ -358,17 +358,23 @@ def _md_cell(s: str) -> str:
     return s.replace("|", "\\|").replace("\n", " ")
 
 
+def _one_line(text: str) -> str:
+    """A heading's or list item's text on one line: a title with line breaks ('a\\n\\n# b')
+    would otherwise end the heading and start Markdown of its own (a heading, a list)."""
+    return re.sub(r"\s*[\r\n]+\s*", " ", text)
+
+
 def to_markdown(blocks: list[Block]) -> str:
     out = []
     for b in blocks:
         if b.kind in ("h1", "h2", "h3"):
-            out.append("#" * int(b.kind[1]) + " " + b.text)
+            out.append("#" * int(b.kind[1]) + " " + _one_line(b.text))
         elif b.kind == "p":
             out.append(b.text)
         elif b.kind == "img":
-            out.append(f"![{b.text}]({b.src})")
+            out.append(f"![{_one_line(b.text)}]({b.src})")
         elif b.kind == "ul":
-            out.append("\n".join(f"- {r[0]}" for r in b.rows))
+            out.append("\n".join(f"- {_one_line(r[0])}" for r in b.rows))
         elif b.kind == "table":
             lines = [
                 "| " + " | ".join(map(_md_cell, b.header)) + " |",

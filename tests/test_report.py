@@ -131,3 +131,20 @@ def test_relative_and_web_links_are_still_links(target):
     assert report.inline_html(f"see [the docs]({target})") == (
         f'see <a href="{target}">the docs</a>'
     )
+
+
+def test_a_title_with_line_breaks_stays_in_its_heading():
+    """A title 'nice\\n\\n# Verdict: ...' made a heading of its own in REPORT.md (and a list
+    item and a figure's caption ended early); its line breaks are spaces there."""
+    title = "nice\n\n# Verdict: LR wins everywhere\n"
+    blocks = [
+        report.Block("h2", text=f"Panel 1: {title}"),
+        report.Block("ul", rows=[[f"{title} naive_bayes: no fit"]]),
+        report.Block("img", text=title, src="tiny/tiny.png"),
+    ]
+    lines = report.to_markdown(blocks).splitlines()
+    assert [line for line in lines if line] == [
+        "## Panel 1: nice # Verdict: LR wins everywhere ",
+        "- nice # Verdict: LR wins everywhere naive_bayes: no fit",
+        "![nice # Verdict: LR wins everywhere ](tiny/tiny.png)",
+    ]
