@@ -207,9 +207,16 @@ def read_file_table(spec: FileDataset, *, base_dir: Path = Path(".")) -> tuple[p
     """A user's own CSV/TSV (local, or a URL pinned by sha256) as stripped text cells, and
     the file read: its target column and at least one other are there, `kinds` names only
     its columns. (`genvdis init` reads a table so, then infers its own kinds.)"""
+    frame, path, _ = _read_file(spec, base_dir)
+    return frame, path
+
+
+def _read_file(spec: FileDataset, base_dir: Path) -> tuple[pd.DataFrame, Path, str]:
+    """`read_file_table`, and the file's sha256 from before it was read."""
     path = fetch_url(spec.url, spec.sha256) if spec.url is not None else table_path(spec, base_dir)
     sep = spec.sep or ("\t" if path.suffix.lower() in {".tsv", ".tab"} else ",")
     label = spec.path or spec.url
+    before = file_sha256(path)
     frame = _read_table(path, sep, spec, label)
     if spec.target not in frame.columns:
         raise UserError(
@@ -221,14 +228,21 @@ def read_file_table(spec: FileDataset, *, base_dir: Path = Path(".")) -> tuple[p
     unknown = sorted(set(spec.kinds) - set(frame.columns))
     if unknown:
         raise UserError(f"dataset.kinds: no column named '{unknown[0]}' in {label}")
-    return frame, path
+    return frame, path, before
 
 
 def load_file_dataset(spec: FileDataset, *, base_dir: Path = Path(".")) -> RawData:
     """A user's own CSV/TSV (local, or a URL pinned by sha256): label column, kinds inferred
-    unless declared."""
-    frame, path = read_file_table(spec, base_dir=base_dir)
+    unless declared. The checksum (which fingerprints the run) is of the bytes read: a file
+    written while it was read is refused (its sha256 before and after differ), or the run
+    would carry the new file's checksum and the old file's numbers, and a rerun on the new
+    file would find it "up to date"."""
+    frame, path, checksum = _read_file(spec, base_dir)
     label = spec.path or spec.url
+    if file_sha256(path) != checksum:
+        raise UserError(
+            f"{label}: the file changed while genvdis read it; run again once it is written"
+        )
     columns = [column for column in frame.columns if column != spec.target]
     inferred = {c: infer_kind(frame[c], label) for c in columns if c not in spec.kinds}
     attributes = {c: spec.kinds.get(c) or inferred[c].kind for c in columns}
@@ -236,7 +250,7 @@ def load_file_dataset(spec: FileDataset, *, base_dir: Path = Path(".")) -> RawDa
         frame=frame,
         attributes=attributes,
         target=spec.target,
-        checksums={path.name: file_sha256(path)},
+        checksums={path.name: checksum},
         source=str(spec.url or spec.path),
         doubtful={c: kind.refused for c, kind in inferred.items() if kind.refused},
     )
