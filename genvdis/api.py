@@ -302,6 +302,7 @@ def validate(configs: Iterable[str | Path], allow_imports: Iterable[str] = ()) -
     """
     from genvdis import builtin, estimators
     from genvdis.config import VARIANTS_KEY, is_theory_config, parse_config, read_yaml
+    from genvdis.sections import FileDataset
     from genvdis.theoryconfig import parse_theory_config
     from genvdis.variants import check_block
 
@@ -322,6 +323,9 @@ def validate(configs: Iterable[str | Path], allow_imports: Iterable[str] = ()) -
             continue
         block = data.pop(VARIANTS_KEY, None) if isinstance(data, dict) else None
         config = parse_config(data, str(path))
+        relative = isinstance(config.dataset, FileDataset) and config.dataset.path
+        if relative and not Path(config.dataset.path).is_absolute():  # as `load_config` does:
+            config._data_dir = file.parent  # two folders' data.csv are two tables (as `run`)
         checked.append((str(path), config))
         check_distinct_names(checked)
         check_distinct_panels(checked)

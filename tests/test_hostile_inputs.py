@@ -404,6 +404,9 @@ ROWS = [
     bad_data("stray-quotes-run-a-cell-across-lines",  # the message quoted its line breaks
              {"data.csv": table((5, "a", '"x')).replace("\n4.20,", '\n4.20"', 1)}, BASE,
              "column 'a'", "text", "\\n"),
+    Row("validate-two-configs-of-one-name-on-two-files",  # `run` refuses them; validate said ok
+        {"two/config.yaml": BASE, "two/data.csv": table()}, BASE,
+        ["validate", "{config}", "{dir}/two/config.yaml"], 2, ["two/config.yaml", "'tiny'"]),
 ]  # fmt: skip
 
 
