@@ -121,6 +121,9 @@ _UNPACKING_ERRORS = (
 )
 
 
+WHITESPACE = r"\s+"  # the one `sep` read as pandas reads it: any run of spaces and tabs
+
+
 def _read_table(path: Path, sep: str, spec: FileDataset, label: str) -> pd.DataFrame:
     """The file as stripped text cells, rows numbered from 0, a cell that is one of the
     missing tokens once stripped NaN. The header is read as a row:
@@ -128,11 +131,12 @@ def _read_table(path: Path, sep: str, spec: FileDataset, label: str) -> pd.DataF
     field for an index and shift every value), and its names must be distinct once stripped
     (pandas would rename a repeated 'a' to 'a.1', and keep 'a ' and 'a' apart)."""
     # pandas reads a separator of several characters as a regular expression: '||' would
-    # split between every character, '**' fail inside `re`; `sep` is the characters written
+    # split between every character, '**' fail inside `re`; `sep` is the characters written,
+    # but for pandas' own r'\s+' (a run of spaces and tabs, as UCI files are laid out).
     # pandas' C reader takes one byte: '¦' (two in UTF-8) goes to the Python one, as does a
     # longer separator (which it reads without a warning then)
-    engine = "python" if len(sep.encode()) > 1 else "c"
-    sep = re.escape(sep) if len(sep) > 1 else sep
+    engine = "python" if sep != WHITESPACE and len(sep.encode()) > 1 else "c"
+    sep = re.escape(sep) if len(sep) > 1 and sep != WHITESPACE else sep
     try:
         frame = pd.read_csv(
             path, sep=sep, header=None, dtype=str, na_values=spec.missing_values,

@@ -401,6 +401,8 @@ ROWS = [
         dataset('sep: ". "'), RUN_ARGS, 0, []),
     Row("separator-of-one-non-ascii-character",  # was refused: "the 'c' engine does not ..."
         {"data.csv": table().replace(",", "¦")}, dataset('sep: "¦"'), RUN_ARGS, 0, []),
+    Row("separator-whitespace-runs-as-pandas-reads-it",  # r'\s+', the one regular expression
+        {"data.csv": table().replace(",", " \t  ")}, dataset("sep: '\\s+'"), RUN_ARGS, 0, []),
     bad_data("stray-quotes-run-a-cell-across-lines",  # the message quoted its line breaks
              {"data.csv": table((5, "a", '"x')).replace("\n4.20,", '\n4.20"', 1)}, BASE,
              "column 'a'", "text", "\\n"),
