@@ -504,7 +504,7 @@ def prepare(raw: RawData, config: ExperimentConfig) -> PreparedData:
     else:  # impute: mean for continuous, most frequent value for discrete
         for name in continuous:
             frame[name] = frame[name].fillna(frame.loc[keep, name].mean())
-        for name in discrete:
+        for name in (name for name in discrete if frame[name].isna().any()):
             frame[name] = frame[name].fillna(_most_frequent(frame.loc[keep, name]))
     frame, y = frame[keep], y[keep].astype(int).to_numpy()
     names = _check_classes(y, raw.frame[target_column], config.target)
