@@ -235,6 +235,7 @@ def run(
     api.check_distinct_panels(named)
     for path, config in named:  # --out, and no theory's folder of a config's name
         _of_config(path, lambda config=config: results.prepare_output(out, config.name))
+        _of_config(path, lambda path=path, config=config: api.check_inputs_kept(path, config, out))
     for path, config in zip(configs, loaded, strict=True):
         before = _manifest_stamp(out / config.name)
         try:

@@ -409,6 +409,10 @@ ROWS = [
     Row("validate-two-configs-of-one-name-on-two-files",  # `run` refuses them; validate said ok
         {"two/config.yaml": BASE, "two/data.csv": table()}, BASE,
         ["validate", "{config}", "{dir}/two/config.yaml"], 2, ["two/config.yaml", "'tiny'"]),
+    Row("config-kept-in-its-own-run-folder",  # the run replaced it with its resolved config
+        {"out/tiny/config.yaml": BASE, "out/tiny/data.csv": table()}, None,
+        ["run", "{out}/tiny/config.yaml", "--out", "{out}", "-q"], 2,
+        ["--out", "out/tiny/config.yaml", "the config file itself"], leaves_folder=True),
 ]  # fmt: skip
 
 
