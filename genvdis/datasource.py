@@ -59,10 +59,19 @@ class Inferred:
     numbers_unread: bool = False  # numbers written with commas genvdis does not guess at
 
 
+# A number dressed in a currency sign, a percent sign, spaces between digit groups or a
+# Unicode minus: read as text, such a column would be one-hot coded level by level, silently.
+DRESSED_NUMBER = (
+    r"\s*[-+\u2212]?\s*[$\u20ac\u00a3\u00a5]?\s*[-+\u2212]?\s*"  # signs, currency
+    r"\d[\d,\s\u00a0\u202f]*(\.\d+)?\s*%?\s*"  # digits, grouped by commas or spaces; percent
+)
+
+
 def infer_kind(column: pd.Series, label: str = "") -> Inferred:
     """Numbers (`preprocessing.read_numbers`: '12,345.6' too) with more than FEW_VALUES
     distinct values are continuous; other numbers, and text, are discrete. Refused: numbers
-    whose commas cannot be read for sure ('1,5'; only '1,500's), and many numbers with some
+    whose commas cannot be read for sure ('1,5'; only '1,500's), numbers dressed in units
+    ('$1,234.50', '45%', '1 234'; `DRESSED_NUMBER`), and many numbers with some
     text cells (most often a missing token the config does not list: inferred discrete, the
     column would silently leave `attributes: continuous`, or be one-hot coded value by value)."""
     where = f"{label}: column '{column.name}'"
@@ -76,6 +85,17 @@ def infer_kind(column: pd.Series, label: str = "") -> Inferred:
         return Inferred("discrete", numbers.unread, why, numbers_unread=True)
     values = numbers.values[present.index]
     count, text = values.nunique(), values.isna().to_numpy()
+    if text.all() and present.nunique() > FEW_VALUES:
+        dressed = present.astype(str).str.fullmatch(DRESSED_NUMBER)
+        if dressed.mean() >= 0.9:  # '$1,234.50', '45%', '1 234', '−3': numbers, not levels
+            cell = present[dressed].iloc[0]
+            why = (
+                f"{where} holds numbers written with units or signs genvdis does not strip "
+                f"(first '{cell}'); write them as plain numbers to use the column as continuous, "
+                f"or declare it discrete in dataset.kinds ('{column.name}': discrete) to take "
+                "each cell as a level"
+            )
+            return Inferred("discrete", f"numbers with units, first '{cell}'", why, True)
     if text.any():
         if count <= FEW_VALUES:
             return Inferred("discrete", f"text, {present.nunique()} values")

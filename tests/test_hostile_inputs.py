@@ -356,6 +356,15 @@ ROWS = [
              {"data.csv": "a,y\n" + "".join(f'"{i + 1},{i * 37 % 1000:03d}",{"xz"[i % 2]}\n'
                                              for i in range(40))},
              BASE, "data.csv", "column 'a'", "'1,000'", "1000 or 1.000"),
+    # numbers dressed in units (currency, percent, spaced groups) were text: a level per row
+    *(
+        bad_data(f"numbers-written-{kind}",
+                 {"data.csv": "a,y\n" + "".join(f'"{cell(i)}",{"xz"[i % 2]}\n' for i in range(40))},
+                 BASE, "data.csv", "column 'a'", "units")
+        for kind, cell in (("in-dollars", lambda i: f"${i * 37},{i % 10}00.50"),
+                           ("as-percent", lambda i: f"{i * 2.5}%"),
+                           ("with-spaced-groups", lambda i: f"{i + 1} {i * 37 % 1000:03d}"))
+    ),
     bad_data("decimal-comma-declared-continuous",
              {"data.csv": "a,y\n" + "".join(f'"{i},{i % 7}5",{"xz"[i % 2]}\n' for i in range(40))},
              dataset("kinds: {a: continuous}"), "attribute 'a'", "decimal comma", "'0,05'"),
