@@ -7,6 +7,7 @@ Heavy libraries are imported inside the functions: `import genvdis` stays cheap.
 
 from __future__ import annotations
 
+import contextlib
 import operator
 import os
 from collections.abc import Iterator
@@ -184,6 +185,44 @@ def check_distinct_names(configs: Sequence[tuple[str, Any]]) -> None:
         )
 
 
+def check_inputs_kept(source: str | Path, config: Any, out: str | Path) -> None:
+    """A run writes config.yaml, errors.csv, summary.csv and manifest.json into
+    ``<out>/<name>``: none of them may be the config file being run, or its data file (a
+    config kept as ``results/tiny/config.yaml`` and run with ``--out results`` was replaced by
+    the run's resolved config, its comments lost, exit 0).
+
+    Parameters
+    ----------
+    source : str or Path
+        The config's file (a built-in name is no file here: nothing to check).
+    config : ExperimentConfig
+        The config read from it.
+    out : str or Path
+        The results folder.
+
+    Raises
+    ------
+    UserError
+        Naming the file the run would overwrite and --out.
+    """
+    from genvdis import results
+    from genvdis.sections import FileDataset
+
+    run_dir = Path(out) / config.name
+    inputs = {"the config file": Path(source)}
+    dataset = config.dataset
+    if isinstance(dataset, FileDataset) and dataset.path is not None:
+        inputs["its dataset.path"] = config.data_dir / dataset.path
+    for name in (*results.OUTPUTS, results.MANIFEST):
+        for what, path in inputs.items():
+            with contextlib.suppress(OSError):  # either missing: nothing is overwritten
+                if os.path.samefile(path, run_dir / name):
+                    raise UserError(
+                        f"--out {out}: the run would write {run_dir / name}, which is {what} "
+                        f"itself; give another --out, or keep the file outside {run_dir}"
+                    )
+
+
 def check_distinct_panels(configs: Sequence[tuple[str, Any]]) -> None:
     """Figure 1 draws one run per `panel:` number: of two differently named configs with the
     same panel run in one command, the figure would show one and leave the other out without a
@@ -300,8 +339,9 @@ def validate(configs: Iterable[str | Path], allow_imports: Iterable[str] = ()) -
     >>> list(validate(["pima"]))
     ['pima: ok (pima, 13 sizes)']
     """
-    from genvdis import builtin, estimators
+    from genvdis import builtin, engine, estimators
     from genvdis.config import VARIANTS_KEY, is_theory_config, parse_config, read_yaml
+    from genvdis.sections import FileDataset
     from genvdis.theoryconfig import parse_theory_config
     from genvdis.variants import check_block
 
@@ -322,12 +362,16 @@ def validate(configs: Iterable[str | Path], allow_imports: Iterable[str] = ()) -
             continue
         block = data.pop(VARIANTS_KEY, None) if isinstance(data, dict) else None
         config = parse_config(data, str(path))
+        relative = isinstance(config.dataset, FileDataset) and config.dataset.path
+        if relative and not Path(config.dataset.path).is_absolute():  # as `load_config` does:
+            config._data_dir = file.parent  # two folders' data.csv are two tables (as `run`)
         checked.append((str(path), config))
         check_distinct_names(checked)
         check_distinct_panels(checked)
         try:
             _check_columns(config, file)
             estimators.check_config(config, tuple(allow_imports))
+            engine.check_sizes_at_hand(config, file.parent)  # the m grid against the classes
         except UserError as error:
             raise UserError(f"{path}: {error}") from None
         n = check_block(config, block, path)
@@ -417,7 +461,8 @@ def run(  # its length is the numpydoc docstring; the code is under 30 lines
     _path_arg("out", out, "the results folder")
     mirror = _mirror_arg(mirror)
     if not isinstance(config, ExperimentConfig):
-        config = load_config(config)
+        source, config = config, load_config(config)
+        check_inputs_kept(source, config, out)
     config = config.with_overrides(splits=splits, seed=seed)
     run_dir = engine.run_experiment(
         config, Path(out), mirror=mirror, base_dir=config.data_dir, **options

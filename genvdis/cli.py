@@ -62,6 +62,12 @@ Force = Annotated[
 ]
 
 
+def _one_line(message: str) -> str:
+    """A message as one line: the line breaks it quotes (a data cell that a stray '"' ran
+    across lines, a label with a newline) written as \\n and \\r."""
+    return message.replace("\r", "\\r").replace("\n", "\\n")
+
+
 def _guarded(command):
     """Turn a UserError into one line + exit 2, and any other exception into one line + 1."""
 
@@ -72,7 +78,7 @@ def _guarded(command):
         try:
             return command(*args, **kwargs)
         except UserError as error:
-            typer.echo(f"error: {error}", err=True)
+            typer.echo(f"error: {_one_line(str(error))}", err=True)
             raise typer.Exit(2) from None
         except KeyboardInterrupt:
             typer.echo("interrupted: finished blocks are kept; rerun to resume", err=True)
@@ -81,7 +87,7 @@ def _guarded(command):
             raise
         except Exception as error:  # a bug, not the user's fault
             log.debug("internal error", exc_info=True)
-            typer.echo(f"internal error: {type(error).__name__}: {error}", err=True)
+            typer.echo(f"internal error: {type(error).__name__}: {_one_line(str(error))}", err=True)
             raise typer.Exit(1) from None
 
     return wrapper
@@ -229,6 +235,7 @@ def run(
     api.check_distinct_panels(named)
     for path, config in named:  # --out, and no theory's folder of a config's name
         _of_config(path, lambda config=config: results.prepare_output(out, config.name))
+        _of_config(path, lambda path=path, config=config: api.check_inputs_kept(path, config, out))
     for path, config in zip(configs, loaded, strict=True):
         before = _manifest_stamp(out / config.name)
         try:

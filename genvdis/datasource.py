@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import lzma
+import re
 import stat
 import tarfile
 import zipfile
@@ -21,7 +22,7 @@ from genvdis.config import ExperimentConfig
 from genvdis.datasets import RawData
 from genvdis.errors import UserError
 from genvdis.fetch import fetch_url, file_sha256
-from genvdis.preprocessing import read_numbers
+from genvdis.preprocessing import label_keys, read_numbers
 from genvdis.sections import FileDataset, SklearnSource, SyntheticSource
 
 
@@ -58,10 +59,19 @@ class Inferred:
     numbers_unread: bool = False  # numbers written with commas genvdis does not guess at
 
 
+# A number dressed in a currency sign, a percent sign, spaces between digit groups or a
+# Unicode minus: read as text, such a column would be one-hot coded level by level, silently.
+DRESSED_NUMBER = (
+    r"\s*[-+\u2212]?\s*[$\u20ac\u00a3\u00a5]?\s*[-+\u2212]?\s*"  # signs, currency
+    r"\d[\d,\s\u00a0\u202f]*(\.\d+)?\s*%?\s*"  # digits, grouped by commas or spaces; percent
+)
+
+
 def infer_kind(column: pd.Series, label: str = "") -> Inferred:
     """Numbers (`preprocessing.read_numbers`: '12,345.6' too) with more than FEW_VALUES
     distinct values are continuous; other numbers, and text, are discrete. Refused: numbers
-    whose commas cannot be read for sure ('1,5'; only '1,500's), and many numbers with some
+    whose commas cannot be read for sure ('1,5'; only '1,500's), numbers dressed in units
+    ('$1,234.50', '45%', '1 234'; `DRESSED_NUMBER`), and many numbers with some
     text cells (most often a missing token the config does not list: inferred discrete, the
     column would silently leave `attributes: continuous`, or be one-hot coded value by value)."""
     where = f"{label}: column '{column.name}'"
@@ -75,6 +85,17 @@ def infer_kind(column: pd.Series, label: str = "") -> Inferred:
         return Inferred("discrete", numbers.unread, why, numbers_unread=True)
     values = numbers.values[present.index]
     count, text = values.nunique(), values.isna().to_numpy()
+    if text.all() and present.nunique() > FEW_VALUES:
+        dressed = present.astype(str).str.fullmatch(DRESSED_NUMBER)
+        if dressed.mean() >= 0.9:  # '$1,234.50', '45%', '1 234', '−3': numbers, not levels
+            cell = present[dressed].iloc[0]
+            why = (
+                f"{where} holds numbers written with units or signs genvdis does not strip "
+                f"(first '{cell}'); write them as plain numbers to use the column as continuous, "
+                f"or declare it discrete in dataset.kinds ('{column.name}': discrete) to take "
+                "each cell as a level"
+            )
+            return Inferred("discrete", f"numbers with units, first '{cell}'", why, True)
     if text.any():
         if count <= FEW_VALUES:
             return Inferred("discrete", f"text, {present.nunique()} values")
@@ -120,16 +141,26 @@ _UNPACKING_ERRORS = (
 )
 
 
+WHITESPACE = r"\s+"  # the one `sep` read as pandas reads it: any run of spaces and tabs
+
+
 def _read_table(path: Path, sep: str, spec: FileDataset, label: str) -> pd.DataFrame:
     """The file as stripped text cells, rows numbered from 0, a cell that is one of the
     missing tokens once stripped NaN. The header is read as a row:
     a data row with more fields than it is then an error (pandas would take the extra
     field for an index and shift every value), and its names must be distinct once stripped
     (pandas would rename a repeated 'a' to 'a.1', and keep 'a ' and 'a' apart)."""
+    # pandas reads a separator of several characters as a regular expression: '||' would
+    # split between every character, '**' fail inside `re`; `sep` is the characters written,
+    # but for pandas' own r'\s+' (a run of spaces and tabs, as UCI files are laid out).
+    # pandas' C reader takes one byte: '¦' (two in UTF-8) goes to the Python one, as does a
+    # longer separator (which it reads without a warning then)
+    engine = "python" if sep != WHITESPACE and len(sep.encode()) > 1 else "c"
+    sep = re.escape(sep) if len(sep) > 1 and sep != WHITESPACE else sep
     try:
         frame = pd.read_csv(
             path, sep=sep, header=None, dtype=str, na_values=spec.missing_values,
-            keep_default_na=False, skipinitialspace=True,
+            keep_default_na=False, skipinitialspace=True, engine=engine,
         )  # fmt: skip
     except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else "empty file"
@@ -156,7 +187,19 @@ def _read_table(path: Path, sep: str, spec: FileDataset, label: str) -> pd.DataF
     # pandas matches the missing tokens before the spaces around a cell are stripped: match
     # them again after ('? ' is '?', a quoted ' ' is ''), or they would be values and labels
     cells = frame.apply(lambda column: column.str.strip())
-    return cells.mask(cells.isin(spec.missing_values))
+    return _mask_numbers(cells.mask(cells.isin(spec.missing_values)), spec.missing_values)
+
+
+def _mask_numbers(cells: pd.DataFrame, tokens: list[str]) -> pd.DataFrame:
+    """A missing token that spells a number ('-999') is missing however a cell writes that
+    number ('-999.0', '-999.00'), as labels and levels are compared: matched as text only,
+    such a sentinel was a value (rescaling squashed the column under it), exit 0."""
+    listed = pd.Series(tokens, dtype=object)
+    numeric = listed[read_numbers(listed).values.notna()]
+    if numeric.empty:  # the default tokens: nothing to compare
+        return cells
+    sentinels = set(label_keys(numeric))
+    return cells.mask(cells.apply(lambda column: label_keys(column).isin(sentinels)))
 
 
 def table_path(spec: FileDataset, base_dir: Path = Path(".")) -> Path:
@@ -188,9 +231,16 @@ def read_file_table(spec: FileDataset, *, base_dir: Path = Path(".")) -> tuple[p
     """A user's own CSV/TSV (local, or a URL pinned by sha256) as stripped text cells, and
     the file read: its target column and at least one other are there, `kinds` names only
     its columns. (`genvdis init` reads a table so, then infers its own kinds.)"""
+    frame, path, _ = _read_file(spec, base_dir)
+    return frame, path
+
+
+def _read_file(spec: FileDataset, base_dir: Path) -> tuple[pd.DataFrame, Path, str]:
+    """`read_file_table`, and the file's sha256 from before it was read."""
     path = fetch_url(spec.url, spec.sha256) if spec.url is not None else table_path(spec, base_dir)
     sep = spec.sep or ("\t" if path.suffix.lower() in {".tsv", ".tab"} else ",")
     label = spec.path or spec.url
+    before = file_sha256(path)
     frame = _read_table(path, sep, spec, label)
     if spec.target not in frame.columns:
         raise UserError(
@@ -202,14 +252,21 @@ def read_file_table(spec: FileDataset, *, base_dir: Path = Path(".")) -> tuple[p
     unknown = sorted(set(spec.kinds) - set(frame.columns))
     if unknown:
         raise UserError(f"dataset.kinds: no column named '{unknown[0]}' in {label}")
-    return frame, path
+    return frame, path, before
 
 
 def load_file_dataset(spec: FileDataset, *, base_dir: Path = Path(".")) -> RawData:
     """A user's own CSV/TSV (local, or a URL pinned by sha256): label column, kinds inferred
-    unless declared."""
-    frame, path = read_file_table(spec, base_dir=base_dir)
+    unless declared. The checksum (which fingerprints the run) is of the bytes read: a file
+    written while it was read is refused (its sha256 before and after differ), or the run
+    would carry the new file's checksum and the old file's numbers, and a rerun on the new
+    file would find it "up to date"."""
+    frame, path, checksum = _read_file(spec, base_dir)
     label = spec.path or spec.url
+    if file_sha256(path) != checksum:
+        raise UserError(
+            f"{label}: the file changed while genvdis read it; run again once it is written"
+        )
     columns = [column for column in frame.columns if column != spec.target]
     inferred = {c: infer_kind(frame[c], label) for c in columns if c not in spec.kinds}
     attributes = {c: spec.kinds.get(c) or inferred[c].kind for c in columns}
@@ -217,7 +274,7 @@ def load_file_dataset(spec: FileDataset, *, base_dir: Path = Path(".")) -> RawDa
         frame=frame,
         attributes=attributes,
         target=spec.target,
-        checksums={path.name: file_sha256(path)},
+        checksums={path.name: checksum},
         source=str(spec.url or spec.path),
         doubtful={c: kind.refused for c, kind in inferred.items() if kind.refused},
     )
@@ -241,6 +298,12 @@ def load_sklearn(name: str) -> RawData:
     if not all(hasattr(bunch, key) for key in ("data", "target", "feature_names")):
         raise UserError(f"{where}: not a table (it gives no data, target and feature_names)")
     X, y = np.asarray(bunch.data, dtype=float), np.asarray(bunch.target)
+    if y.ndim != 1 or X.ndim != 2 or len(X) != len(y):  # load_linnerud: 3 targets per row
+        targets = f"{y.shape[1]} target columns" if y.ndim == 2 else f"a target of shape {y.shape}"
+        raise UserError(
+            f"{where}: not a table of one label per row (it gives {targets}); genvdis takes "
+            "one label column: save the table as a CSV and name its target in dataset.target"
+        )
     frame = pd.DataFrame(X, columns=[str(c) for c in bunch.feature_names])
     frame["target"] = y.astype(str)
     names = getattr(bunch, "target_names", None)

@@ -10,9 +10,11 @@ caller passes (`progress`), notices to logging.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -41,7 +43,7 @@ from genvdis.planning import Plan, plan_tasks
 from genvdis.preprocessing import PreparedData, prepare
 from genvdis.progress import Progress, silent
 from genvdis.scoring import EncodedData, count_errors
-from genvdis.sections import SyntheticSource
+from genvdis.sections import FileDataset, SyntheticSource
 
 log = logging.getLogger(__name__)
 
@@ -115,17 +117,40 @@ def _fit_linear(data, models, m, block, protocol, train, test_mask) -> tuple[dic
     classifiers = [
         data.as_onehot(fit, model.reference_coding) for fit, model in zip(fits, models, strict=True)
     ]
-    ties = np.concatenate([fit.ties for fit in fits])  # stacked like the classifiers
-    if isinstance(models[0], multiclass.MultiModel):  # K classes: argmax of the scores
-        rows = np.column_stack([data.onehot, np.ones(len(data.y))])
-        errors = multiclass.count_errors(
-            rows, data.y, np.vstack(classifiers), train, test_mask, ties
-        )
-    else:
-        errors = count_errors(data, np.vstack(classifiers), train, test_mask, ties)
-    errors = errors.reshape(len(models), len(block))
+    ties = [fit.ties for fit in fits]
+    errors = _score(data, models, classifiers, ties, train, test_mask)
     names = [model.name for model in models]
     return dict(zip(names, errors, strict=True)), dict(zip(names, fits, strict=True))
+
+
+# Multiply-adds of one scoring call (rows x columns x classifiers): a block is scored in one
+# call up to this, else in pieces of splits of about planning.CALL_SECONDS (a 1,000,000-row
+# table's 114-split block took 10 s in one call, deaf to Ctrl-C).
+SCORE_WORK = 2**28
+
+
+def _score(data, models, classifiers, ties, train, test_mask) -> np.ndarray:
+    """Test errors (models, S) of each model's classifiers (S, ...) and tie bounds (S,),
+    counted for all models at once, in pieces of splits (`planning.in_short_calls`): each
+    split's count is its own, so the pieces change no number."""
+    S, n_models = len(train), len(models)
+    rows = None
+    if isinstance(models[0], multiclass.MultiModel):  # K classes: argmax of the scores
+        rows = np.column_stack([data.onehot, np.ones(len(data.y))])
+
+    def call(a: int, b: int) -> tuple[np.ndarray]:
+        coef = np.concatenate([c[a:b] for c in classifiers])  # model-major, as count_errors'
+        tie = np.concatenate([t[a:b] for t in ties])
+        mask = None if test_mask is None else test_mask[a:b]
+        if rows is not None:
+            errors = multiclass.count_errors(rows, data.y, coef, train[a:b], mask, tie)
+        else:
+            errors = count_errors(data, coef, train[a:b], mask, tie)
+        return (errors.reshape(n_models, b - a).T,)
+
+    per_split = len(data.y) * classifiers[0][0].size * n_models
+    (errors,) = planning.in_short_calls(call, S, first=max(1, SCORE_WORK // max(per_split, 1)))
+    return np.ascontiguousarray(errors.T)
 
 
 def _once_a_run(model: LinearModel, data: EncodedData, Z: np.ndarray) -> dict:
@@ -160,6 +185,43 @@ def resolve(config: ExperimentConfig, data: PreparedData) -> dict:
             "levels": list(data.layout.levels),
         },
     }
+
+
+def check_sizes(config: ExperimentConfig, data: PreparedData) -> None:
+    """Every m of the grid holds each class in every training and every test set
+    (`splits.check_size`): refused before anything runs, naming the m and the class."""
+    for m in config.size_grid:
+        splits.check_size(m, data.class_counts, config.test, config.split, data.class_names)
+
+
+def check_sizes_at_hand(
+    config: ExperimentConfig, base_dir: Path, mirror: str | None = None
+) -> bool:
+    """`validate`'s `check_sizes`, where the data need no download: a registered dataset whose
+    files are in the cache (checksums verified) or in a local mirror folder, a local file
+    (a relative path read from `base_dir`, the config's folder). Returns whether the data
+    were at hand (and so checked)."""
+    from genvdis import datasets, fetch
+
+    source = config.dataset
+    if isinstance(source, str):
+        base = fetch.mirror_base(mirror)
+        folder = fetch._local_path(base) if base and not fetch._is_url(base) else None
+
+        def at_hand(file: fetch.RemoteFile) -> bool:
+            cached = fetch.data_dir() / file.path
+            if cached.is_file() and fetch.file_sha256(cached) == file.sha256:
+                return True
+            return folder is not None and (folder / file.path).is_file()
+
+        if not all(at_hand(file) for file in datasets.get_info(source).files):
+            return False
+    elif not isinstance(source, FileDataset) or source.path is None:
+        return False  # a URL (fetched), synthetic data (drawn), a bundled table: not read here
+    elif not (base_dir / source.path).is_file():
+        return False
+    check_sizes(config, prepare(load_data(config, base_dir, mirror), config))
+    return True
 
 
 @dataclass
@@ -211,8 +273,7 @@ def run_experiment(
         spec = config.dataset.synthetic
         planning.check_synthetic(spec.n_rows, spec.n_features, spec.kind, force)
     data = prepare(raw if raw is not None else load_data(config, base_dir, mirror), config)
-    for m in config.size_grid:
-        splits.check_size(m, data.class_counts, config.test)
+    check_sizes(config, data)
     width = data.layout.n_continuous + sum(data.layout.levels) + 1
     plan = plan_tasks(config.size_grid, config.splits, config.block_size, width, data.n_rows)
     names = [spec.name for spec in config.models]
@@ -283,7 +344,7 @@ def _compute(run: Run, jobs: int, backend: str, scheduler: str | None, progress:
             log.info("%s: resuming, %d of %d blocks already done", config.name, kept, plan.count)
         if not kernelcache.compiled_before():
             log.info(COMPILING)
-        with progress(config.name, plan.count) as bar:
+        with progress(config.name, plan.count) as bar, _ctrl_c():
             bar(kept)
             calls = ((run.encoded, run.models, m, block, protocol) for m, block in todo)
             for m, start, frame in backends.map_unordered(_task, calls, backend, jobs):
@@ -293,6 +354,22 @@ def _compute(run: Run, jobs: int, backend: str, scheduler: str | None, progress:
     log.info("%s: %d blocks in %.1f s", config.name, plan.count - kept, elapsed)
     results.write_results(run.run_dir, store.load_all(), run.resolved, [m.name for m in run.models])
     store.remove()
+
+
+@contextlib.contextmanager
+def _ctrl_c() -> Iterator[None]:
+    """Ctrl-C as KeyboardInterrupt. Python runs its SIGINT handler once a compiled kernel
+    returns; when that is while numba boxes the kernel's results, numba raises SystemError
+    over the KeyboardInterrupt (numba 0.6x): said as what it is, not as an internal error."""
+    try:
+        yield
+    except SystemError as error:
+        cause: BaseException | None = error
+        while cause is not None and not isinstance(cause, KeyboardInterrupt):
+            cause = cause.__context__ or cause.__cause__
+        if cause is None:
+            raise
+        raise KeyboardInterrupt from None
 
 
 def _task(data, models, m, block, protocol) -> tuple[int, int, pd.DataFrame]:

@@ -74,10 +74,11 @@ def find_explorer_runs(results_dir: Path) -> list[tuple[Path, dict]]:
 
 def _data_key(config: dict, folder: str) -> str:
     """Runs with equal keys read the same rows and predict the same target: one panel. A run
-    without a config (so no dataset) is a panel of its own."""
+    without a config (so no dataset) is a panel of its own. The files' checksums count: two
+    configs of `dataset: {path: data.csv}` in two folders read two tables."""
     if config.get("dataset") is None:
         return json.dumps(["folder", folder])
-    parts = [config.get(k) for k in ("dataset", "attributes", "target")]
+    parts = [config.get(k) for k in ("dataset", "attributes", "target", "data_checksums")]
     return json.dumps(parts, sort_keys=True, default=str)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
 
 import numpy as np
 import pandas as pd
@@ -100,13 +101,30 @@ def label_text(labels: pd.Series) -> pd.Series:
     return labels.astype("string").str.strip().astype(object).where(labels.notna(), np.nan)
 
 
+def _number_key(text: str, value: float) -> str:
+    """The key of a cell that spells the number `value`: the number written exactly, in one
+    spelling ('1', '1.0', '01', '1e0', '+1' are all '1'; '-0' is '0'). Exact, not the double
+    it rounds to: '9007199254740993' and '9007199254740992', or two 20-digit codes, are one
+    double but two labels (they were one class, or one level)."""
+    try:
+        exact = Decimal(text.replace(",", ""))  # read_numbers read its commas as grouping
+    except InvalidOperation:  # a spelling pandas reads and Decimal does not: its double
+        return repr(value + 0.0)
+    if exact.is_zero():
+        return "0"
+    return str(exact.normalize()) if exact.is_finite() else repr(value)
+
+
 def label_keys(text: pd.Series) -> pd.Series:
     """Each label (`label_text`) as what it is: its text, or, when it spells a number, that
-    number however written ('1', '1.0', '01', '1e0' are one label, keyed '1.0'); NaN where
-    missing. A key that is a number's repr is never a text label's (that would be a number)."""
+    number however written ('1', '1.0', '01', '1e0' are one label, keyed '1', `_number_key`);
+    NaN where missing. A number's key is never a text label's (that would be a number)."""
     distinct = pd.Series(text.dropna().unique(), dtype=object)  # a few labels, many rows
-    numbers = read_numbers(distinct).values + 0.0  # -0 is 0
-    keys = distinct.where(numbers.isna(), numbers.map(repr))
+    numbers = read_numbers(distinct).values
+    keys = [
+        cell if np.isnan(number) else _number_key(str(cell), number)
+        for cell, number in zip(distinct, numbers, strict=True)
+    ]
     return text.map(dict(zip(distinct, keys, strict=True)))
 
 
@@ -115,9 +133,9 @@ def keys_of(listed: list[str], text: pd.Series, keys: pd.Series) -> list[str]:
     as the number the label spells, else its text."""
     first = text.notna() & ~text.duplicated()  # each label's first row: its key
     known = dict(zip(text[first], keys[first], strict=True))
-    plain = pd.to_numeric(pd.Series(listed, dtype=object), errors="coerce") + 0.0
+    plain = pd.to_numeric(pd.Series(listed, dtype=object), errors="coerce")
     return [
-        known.get(label, label if np.isnan(number) else repr(float(number)))
+        known.get(label, label if np.isnan(number) else _number_key(label.strip(), number))
         for label, number in zip(listed, plain, strict=True)
     ]
 
@@ -435,6 +453,29 @@ def _level_codes(column: pd.Series) -> tuple[np.ndarray, list[str]]:
     return recode[categories.codes], merged
 
 
+def _most_frequent(column: pd.Series) -> str:
+    """The discrete value `missing: impute` fills in: the most frequent level, its spellings
+    counted together as `_level_codes` makes them one level ('1' and '1.0': 6 rows, not 3 and
+    3 against 4 of '2'); ties go to the smallest spelling, as pandas' mode does."""
+    cells = column.dropna().astype(str)
+    if cells.empty:
+        return MISSING_LEVEL
+    keys = label_keys(cells)
+    counts = keys.value_counts()
+    best = counts[counts == counts.max()].index
+    return str(cells[keys.isin(best)].min())
+
+
+def _missing_level(column: pd.Series) -> str:
+    """The level `missing: category` gives a column's missing cells: '?', or, where '?' is a
+    real value of the column (not a missing token), '??' (and so on), never one of its values:
+    a real '?' and the missing cells were one level."""
+    taken, level = set(column.dropna()), MISSING_LEVEL
+    while level in taken:
+        level += MISSING_LEVEL
+    return level
+
+
 def prepare(raw: RawData, config: ExperimentConfig) -> PreparedData:
     """Apply the config's attribute subset, target mapping, missing policy and scaling."""
     names = select_attributes(raw, config.attributes)
@@ -457,14 +498,14 @@ def prepare(raw: RawData, config: ExperimentConfig) -> PreparedData:
     if config.missing == "drop":
         keep &= frame.notna().all(axis=1)
     elif config.missing == "category":
-        frame[discrete] = frame[discrete].fillna(MISSING_LEVEL)
+        for name in discrete:
+            frame[name] = frame[name].fillna(_missing_level(frame[name]))
         keep &= frame[continuous].notna().all(axis=1)
     else:  # impute: mean for continuous, most frequent value for discrete
         for name in continuous:
             frame[name] = frame[name].fillna(frame.loc[keep, name].mean())
-        for name in discrete:
-            mode = frame.loc[keep, name].mode()
-            frame[name] = frame[name].fillna(mode.iloc[0] if len(mode) else MISSING_LEVEL)
+        for name in (name for name in discrete if frame[name].isna().any()):
+            frame[name] = frame[name].fillna(_most_frequent(frame.loc[keep, name]))
     frame, y = frame[keep], y[keep].astype(int).to_numpy()
     names = _check_classes(y, raw.frame[target_column], config.target)
     if config.preprocessing.continuous == "discretize":

@@ -358,17 +358,23 @@ def _md_cell(s: str) -> str:
     return s.replace("|", "\\|").replace("\n", " ")
 
 
+def _one_line(text: str) -> str:
+    """A heading's or list item's text on one line: a title with line breaks ('a\\n\\n# b')
+    would otherwise end the heading and start Markdown of its own (a heading, a list)."""
+    return re.sub(r"\s*[\r\n]+\s*", " ", text)
+
+
 def to_markdown(blocks: list[Block]) -> str:
     out = []
     for b in blocks:
         if b.kind in ("h1", "h2", "h3"):
-            out.append("#" * int(b.kind[1]) + " " + b.text)
+            out.append("#" * int(b.kind[1]) + " " + _one_line(b.text))
         elif b.kind == "p":
             out.append(b.text)
         elif b.kind == "img":
-            out.append(f"![{b.text}]({b.src})")
+            out.append(f"![{_one_line(b.text)}]({b.src})")
         elif b.kind == "ul":
-            out.append("\n".join(f"- {r[0]}" for r in b.rows))
+            out.append("\n".join(f"- {_one_line(r[0])}" for r in b.rows))
         elif b.kind == "table":
             lines = [
                 "| " + " | ".join(map(_md_cell, b.header)) + " |",
@@ -384,10 +390,25 @@ _CODE = re.compile(r"`([^`]+)`")
 _BOLD = re.compile(r"\*\*([^*]+)\*\*")
 
 
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def _link(match: re.Match) -> str:
+    """A Markdown link as an <a>, if its target is a relative path or a web address; else its
+    text as it is. A title (or any text a config gives) written `[x](javascript:...)` would
+    otherwise be a live script link in REPORT.html (browsers drop tabs, newlines and leading
+    spaces from an address before reading its scheme)."""
+    target = re.sub(r"[\x00-\x20\x7f]", "", html.unescape(match[2]))
+    scheme = _SCHEME.match(target)
+    if scheme and scheme[0].lower() not in ("http:", "https:"):
+        return match[0]
+    return f'<a href="{html.escape(match[2])}">{match[1]}</a>'
+
+
 def inline_html(text: str) -> str:
     """Escape, then the three inline forms the report uses: links, `code`, **bold**."""
     s = html.escape(text, quote=False)
-    s = _LINK.sub(lambda m: f'<a href="{html.escape(m[2])}">{m[1]}</a>', s)
+    s = _LINK.sub(_link, s)
     s = _CODE.sub(r"<code>\1</code>", s)
     return _BOLD.sub(r"<strong>\1</strong>", s)
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from genvdis import portable, streams
+from genvdis import planning, portable, streams
 
 # The per-wall loops divide by c_i <= 0 on purpose (the result is never read): numpy's error
 # model lets them do so without a check, which is what lets them vectorise.
@@ -304,7 +304,12 @@ def sample_version_space(
     r = B.shape[2]
     Bt = np.ascontiguousarray(np.swapaxes(B, 1, 2))
     w *= np.sqrt(r) / portable.norms(w)[:, None]  # the typical radius
-    w, v, u = _chains(B, Bt, w, keys, int(iterations), int(warmup_bounces), d)
+    start = w
+    w, v, u = planning.in_short_calls(  # each problem its own stream: pieces change nothing
+        lambda a, b: _chains(B[a:b], Bt[a:b], start[a:b], keys[a:b], int(iterations),
+                             int(warmup_bounces), d),
+        S,
+    )  # fmt: skip
     if m >= d:
         z = w
     else:  # the part outside the row space: d normals projected off it, drawn exactly

@@ -178,11 +178,26 @@ def choose_missing(frame: pd.DataFrame, columns: list[Column], labelled: pd.Seri
     return "impute", why + "column's mean (continuous) or most frequent value", labelled
 
 
+def _tests_every_class(m: int, n: int, smaller: int) -> bool:
+    """Whether a stratified training set of m rows leaves each class a test row, whichever
+    class is the positive one (`splits.check_size`, the run's own check)."""
+    from genvdis import splits  # here: it loads numba, which the rest of init does not need
+
+    try:
+        for counts in ((n - smaller, smaller), (smaller, n - smaller)):
+            splits.check_size(m, counts, "rest")
+    except UserError:
+        return False
+    return True
+
+
 def size_grid(n: int, smaller: int) -> list[int]:
     """Training-set sizes m: from FIRST_M (fewer on small tables; at least n / smaller, so
     a stratified training set holds one example of the smaller class on average) to
     TRAIN_SHARE of the rows (at most MAX_M), at the panels' 1-1.5-2-3-4-6-8 steps."""
     top = min(int(TRAIN_SHARE * n), MAX_M)
+    while top > 2 and not _tests_every_class(top, n, smaller):
+        top -= 1  # a stratified m that takes all of the smaller class leaves none to test on
     bottom = max(math.ceil(n / max(smaller, 1)), min(FIRST_M, top // 8), 2)
     if smaller < 2 or top < bottom:
         raise UserError(
@@ -244,11 +259,13 @@ def _attribute_lines(columns: list[Column]) -> list[str]:
 
 
 def _protocol_lines(sizes: list[int], n: int, smaller: int) -> list[str]:
+    full = min(int(TRAIN_SHARE * n), MAX_M) > sizes[-1]
+    lower = "; lower, so that every test set holds the smaller class" if full else ""
     grid = (
         f"m grid: {n} usable rows, {smaller} in the smaller class. From {sizes[0]} (most of the "
         f"paper's panels start at {FIRST_M}; at least n / smaller class, {math.ceil(n / smaller)}, "
         "so that a training set holds one example of the smaller class on average) to "
-        f"{sizes[-1]}, {int(TRAIN_SHARE * 100)}% of the rows (at most {MAX_M}), leaving "
+        f"{sizes[-1]}, {int(TRAIN_SHARE * 100)}% of the rows (at most {MAX_M}{lower}), leaving "
         f"{n - sizes[-1]} to test on. The paper does not state its grids."
     )
     return [

@@ -85,6 +85,7 @@ class DataSummary:
     layout: FeatureLayout
     class_counts: tuple[int, ...]
     digest: bytes  # the rows and labels: their dtypes, shapes and bytes
+    class_names: tuple[str, ...] = ()  # for a refused m's message (splits.check_size)
 
     @classmethod
     def of(cls, data: PreparedData) -> DataSummary:
@@ -92,7 +93,7 @@ class DataSummary:
         for array in (data.X, data.y):
             digest.update(repr((array.dtype.str, array.shape)).encode())
             digest.update(array.tobytes())
-        return cls(data.layout, data.class_counts, digest.digest())
+        return cls(data.layout, data.class_counts, digest.digest(), tuple(data.class_names))
 
 
 def design_key(config: ExperimentConfig, data: PreparedData | DataSummary) -> str:
@@ -158,7 +159,7 @@ def _misfit(config: ExperimentConfig, data: PreparedData | DataSummary) -> str:
     """Why the data cannot take the config's m grid ("" if they can)."""
     try:
         for m in config.size_grid:
-            splits.check_size(m, data.class_counts, config.test)
+            splits.check_size(m, data.class_counts, config.test, config.split, data.class_names)
     except UserError as error:
         return str(error)
     return ""

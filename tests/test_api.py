@@ -275,3 +275,24 @@ def test_a_lone_string_is_one_config_or_one_vary_item(tmp_path, write_toy, toy_c
     table = genvdis.sweep(config, vary="split=random", splits=2, out=tmp_path / "out")
     assert list(table["variant"]) == ["baseline", "split=random"]
     assert list(api.validate("pima")) == ["pima: ok (pima, 13 sizes)"]
+
+
+# --- issue 30: second adversarial pass ----------------------------------------------------------
+
+
+def test_run_refuses_to_write_over_its_own_config_file(tmp_path):
+    """`genvdis.run("out/tiny/config.yaml", out="out")` replaced the config file with the
+    run's resolved config (exit 0, the user's file lost); it is refused and the file kept."""
+    folder = tmp_path / "out" / "tiny"
+    folder.mkdir(parents=True)
+    text = (
+        "name: tiny  # mine\ndataset: {path: data.csv, target: y}\ntarget: {positive: [x]}\n"
+        "sizes: [4]\nsplits: 2\n"
+    )
+    (folder / "config.yaml").write_text(text)
+    (folder / "data.csv").write_text(
+        "a,y\n" + "".join(f"{i * 0.37:.2f},{'xz'[i % 2]}\n" for i in range(20))
+    )
+    with pytest.raises(genvdis.UserError, match="the config file itself"):
+        genvdis.run(folder / "config.yaml", out=tmp_path / "out")
+    assert (folder / "config.yaml").read_text() == text

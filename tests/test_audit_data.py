@@ -492,3 +492,88 @@ def test_init_output_that_cannot_be_written_is_a_user_error(tmp_path):
 def test_the_dataset_target_listed_in_attributes_is_named_as_the_target(tmp_path):
     with pytest.raises(UserError, match=r"attributes: 'label' is the dataset's label column"):
         prepared(tmp_path, THREE, config('{positive: ["yes"]}', "attributes: [a, label]"))
+
+
+# --- issue 30: second adversarial pass ----------------------------------------------------------
+
+
+def test_missing_cells_are_a_level_apart_from_a_real_question_mark(tmp_path):
+    """With '?' not a missing token, a cell '?' is a real value: `missing: category` gave the
+    missing cells the level '?' too, one level of both (3 levels here, not 4), exit 0."""
+    csv = "a,b,label\n1,x,yes\n2,?,no\n3,NA,yes\n4,y,no\n5,?,yes\n6,NA,no\n"
+    data = prepared(
+        tmp_path,
+        csv,
+        config('{positive: ["yes"]}', "missing: category").replace(
+            "target: label}", "target: label, missing_values: [NA]}"
+        ),
+    )
+    assert data.layout.levels[data.feature_names.index("b") - data.layout.n_continuous] == 4
+    assert data.level_names["b"] == ["?", "??", "x", "y"]
+    codes = data.X[:, data.feature_names.index("b")].astype(int).tolist()
+    assert codes[1] == codes[4] != codes[2] == codes[5]  # '?' rows: one level; NA rows: another
+
+
+BIG = ["12345678901234567890", "12345678901234567891", "9007199254740993", "9007199254740992"]
+
+
+@pytest.mark.parametrize(
+    ("target", "counts", "names"),
+    [
+        (f'{{positive: ["{BIG[0]}"]}}', (30, 10), []),
+        ("{classes: all}", (10, 10, 10, 10), [BIG[3], BIG[2], BIG[0], BIG[1]]),
+    ],
+)
+def test_numbers_one_double_apart_are_two_labels(tmp_path, target, counts, names):
+    """Long codes that round to one double were one label: `positive` took the other's rows
+    too (exit 0), `classes: all` made one class of two. The labels are numbers written
+    exactly; '1' and '1.0' stay one."""
+    csv = "a,label\n" + "".join(f"{i * 0.37:.2f},{BIG[i % 4]}\n" for i in range(40))
+    data = prepared(tmp_path, csv, config(target))
+    assert data.class_counts == counts
+    assert data.class_names == names
+
+
+def test_numbers_one_double_apart_are_two_levels(tmp_path):
+    csv = "a,b,label\n" + "".join(
+        f"{i * 0.37:.2f},{BIG[2 + i % 2] if i % 3 else '1.0'},{'yes' if i % 2 else 'no'}\n"
+        for i in range(40)
+    )
+    data = prepared(tmp_path, csv.replace(",1.0,", ",1,", 3), config())
+    assert data.level_names["b"] == ["1", BIG[3], BIG[2]]  # '1' and '1.0' one level
+
+
+def test_impute_counts_the_spellings_of_one_level_together(tmp_path):
+    """`missing: impute` filled a discrete gap with pandas' mode of the cells: '2' (4 rows)
+    over '1' and '1.0' (3 + 3), which are one level of 6 rows."""
+    cells = ["1"] * 3 + ["1.0"] * 3 + ["2"] * 4 + ["?"] * 2
+    csv = "a,b,label\n" + "".join(
+        f"{i * 0.37:.2f},{cell},{'yes' if i % 2 else 'no'}\n" for i, cell in enumerate(cells)
+    )
+    data = prepared(tmp_path, csv, config('{positive: ["yes"]}', "missing: impute"))
+    assert data.level_names["b"] == ["1", "2"]
+    assert data.X[-2:, data.feature_names.index("b")].tolist() == [0.0, 0.0]  # level '1'
+
+
+def test_impute_breaks_a_tie_as_before(tmp_path):
+    csv = "a,b,label\n1,q,yes\n2,p,no\n3,q,yes\n4,p,no\n5,?,yes\n6,r,no\n"
+    data = prepared(tmp_path, csv, config('{positive: ["yes"]}', "missing: impute"))
+    assert data.X[4, data.feature_names.index("b")] == 0.0  # 'p', the smaller of the tie
+
+
+def test_a_numeric_missing_token_matches_the_number_however_written(tmp_path):
+    """`missing_values: ["-999"]` left '-999.0' a value: a continuous column rescaled under
+    it, exit 0. Now those rows are dropped as the ones written '-999' are."""
+    rows = [f"{i * 0.37:.2f},{'yes' if i % 2 else 'no'}" for i in range(40)]
+    text = "a,label\n" + "\n".join(rows) + "\n"
+    listed = config().replace("target: label}", 'target: label, missing_values: ["-999"]}')
+    written = {3: "-999.0", 8: "-999.00", 12: "-9.99e2", 20: "-999"}
+    odd = text.splitlines()
+    for row, cell in written.items():
+        odd[row + 1] = f"{cell},{odd[row + 1].split(',')[1]}"
+    data = prepared(tmp_path, "\n".join(odd) + "\n", listed)
+    kept = [r for i, r in enumerate(rows) if i not in written]
+    (tmp_path / "plain").mkdir()
+    plain = prepared(tmp_path / "plain", "a,label\n" + "\n".join(kept) + "\n", listed)
+    assert data.n_rows == 36
+    np.testing.assert_array_equal(data.X, plain.X)

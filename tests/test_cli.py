@@ -459,3 +459,23 @@ def test_plot_and_report_refuse_numbers_changed_since_the_run(work, tiny, comman
     assert_user_error(invoke(command, str(work / "out")), str(run_dir / name), "manifest.json")
     (run_dir / "manifest.json").unlink()
     assert_user_error(invoke(command, str(work / "out")), str(run_dir), "no manifest.json")
+
+
+# --- issue 30 §2: genvdis init never proposes an m that leaves a class without test rows --------
+
+
+def test_init_proposes_no_m_that_takes_every_row_of_the_smaller_class(tmp_path):
+    """2 positives in 60 rows: init proposed sizes [30, 45], and at m = 45 both positives were
+    in every stratified training set. The top is now 44, and the written config validates
+    against its table."""
+    rows = "".join(f"{i * 0.37:.2f},{i % 7},{'p' if i in (3, 40) else 'n'}\n" for i in range(60))
+    (tmp_path / "rare.csv").write_text("a,b,y\n" + rows)
+    result = invoke("init", str(tmp_path / "rare.csv"), "--target", "y", "--positive", "p",
+                    "-o", str(tmp_path / "rare.yaml"))  # fmt: skip
+    assert result.exit_code == 0, result.output
+    config = yaml.safe_load((tmp_path / "rare.yaml").read_text())
+    assert config["sizes"] == [30, 44]
+    result = invoke("validate", str(tmp_path / "rare.yaml"))
+    assert result.exit_code == 0, result.output
+    (tmp_path / "rare.yaml").write_text((tmp_path / "rare.yaml").read_text().replace("44]", "45]"))
+    assert_user_error(invoke("validate", str(tmp_path / "rare.yaml")), "m=45", "'positive'")

@@ -5,11 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 from scipy import stats
 
 from genvdis import analysis as an
-from genvdis import fits, runfiles, shape
+from genvdis import fits, results, runfiles, shape
 from genvdis.report import write_report
 
 GRID = np.array([10, 15, 20, 30, 40, 60, 80, 100, 150, 200, 300, 400, 600], dtype=float)
@@ -193,12 +192,15 @@ def test_each_familys_jacobian_is_its_derivative(name, params):
 
 
 def _panel(root, name, dataset, errors):
+    """A finished run's folder as `genvdis run` commits it (errors, summary, config.yaml and
+    the manifest listing them): readers refuse a folder without its manifest."""
     d = root / name
     d.mkdir(parents=True)
-    errors.to_csv(d / "errors.csv", index=False)
     models = [{"name": x} for x in (an.NB, an.LR)]
     cfg = dict(name=name, title=name, panel=7, n_rows=345, dataset=dataset, models=models)
-    (d / "config.yaml").write_text(yaml.safe_dump(cfg))
+    if "trajectories" not in errors:
+        errors = errors.assign(trajectories=0)
+    results.write_results(d, errors, cfg, [an.NB, an.LR])
     return d
 
 

@@ -415,3 +415,19 @@ def test_titles_are_text_in_the_browser(browser, hostile):
         f"naive Bayes · {IMG}"
     )
     assert dialogs == [] and page.errors == []
+
+
+# --- issue 30: second adversarial pass ----------------------------------------------------------
+
+
+def test_runs_of_two_files_of_one_name_are_two_panels(tmp_path):
+    """Two configs in two folders, each `dataset: {path: data.csv}`, read two different
+    files: they were one panel, the second shown as the first's run with "same settings"."""
+    file = dict(dataset={"path": "data.csv", "target": "y"}, attributes="all",
+                target={"positive": ["x"]}, models=[{"name": an.NB, "laplace": 1.0}])  # fmt: skip
+    _run(tmp_path, "ra", {**file, "title": "a", "data_checksums": {"data.csv": "1" * 64}}, NB_CURVE)
+    _run(tmp_path, "rb", {**file, "title": "b", "data_checksums": {"data.csv": "2" * 64}}, NB_CURVE)
+    _run(tmp_path, "rc", {**file, "title": "c", "data_checksums": {"data.csv": "2" * 64}}, NB_CURVE)
+    runfiles.analyse_results(tmp_path, n_boot=50)
+    panels = explorer.collect(tmp_path)["panels"]
+    assert [[r["id"] for r in p["runs"]] for p in panels] == [["ra"], ["rb", "rc"]]

@@ -356,6 +356,15 @@ ROWS = [
              {"data.csv": "a,y\n" + "".join(f'"{i + 1},{i * 37 % 1000:03d}",{"xz"[i % 2]}\n'
                                              for i in range(40))},
              BASE, "data.csv", "column 'a'", "'1,000'", "1000 or 1.000"),
+    # numbers dressed in units (currency, percent, spaced groups) were text: a level per row
+    *(
+        bad_data(f"numbers-written-{kind}",
+                 {"data.csv": "a,y\n" + "".join(f'"{cell(i)}",{"xz"[i % 2]}\n' for i in range(40))},
+                 BASE, "data.csv", "column 'a'", "units")
+        for kind, cell in (("in-dollars", lambda i: f"${i * 37},{i % 10}00.50"),
+                           ("as-percent", lambda i: f"{i * 2.5}%"),
+                           ("with-spaced-groups", lambda i: f"{i + 1} {i * 37 % 1000:03d}"))
+    ),
     bad_data("decimal-comma-declared-continuous",
              {"data.csv": "a,y\n" + "".join(f'"{i},{i % 7}5",{"xz"[i % 2]}\n' for i in range(40))},
              dataset("kinds: {a: continuous}"), "attribute 'a'", "decimal comma", "'0,05'"),
@@ -406,6 +415,39 @@ ROWS = [
             RUN_ARGS, 0, [])
         for factor in (1e15, 1e-150) for policy in ("sample", "max_margin", "ridge")
     ),
+    # issue 30 §2: every test set holds every class (the m and the class are named)
+    bad_data("one-positive-row", {"data.csv": table(fill=("y", "z")).replace(",z\n", ",x\n", 1)},
+             BASE, "m=4", "'positive'", "1 row", validate=True),
+    bad_data("stratified-m-takes-every-positive",
+             {"data.csv": table(fill=("y", "z")).replace(",z\n", ",x\n", 2)},
+             config(replace={"[4, 10]": "[4, 30]"}), "m=30", "'positive'", validate=True),
+    bad_data("random-m-leaves-one-test-row", {},
+             config("split: random", replace={"[4, 10]": "[4, 39]"}), "m=39", validate=True),
+    bad_data("test-set-of-one-row", {}, config("test: 1"), "test: 1", "2 classes", validate=True),
+    # issue 30: second adversarial pass
+    bad_data("sklearn-table-of-several-targets", {},
+             "name: sk\ndataset: {sklearn: load_linnerud}\n"
+             "target: {threshold: {op: '>', value: median}}\nsizes: [5]\nsplits: 2\n",
+             "sklearn.datasets.load_linnerud", "3 target columns", "one label"),
+    Row("separator-of-regex-characters-read-as-written",  # was an internal error from `re`
+        {"data.csv": table().replace(",", "**")}, dataset('sep: "**"'), RUN_ARGS, 0, []),
+    Row("separator-that-splits-a-cell-as-a-regex",  # '. ' matched 'u ' inside 'u v'
+        {"data.csv": table().replace(",", ". ").replace(". u. ", ". u v. ")},
+        dataset('sep: ". "'), RUN_ARGS, 0, []),
+    Row("separator-of-one-non-ascii-character",  # was refused: "the 'c' engine does not ..."
+        {"data.csv": table().replace(",", "¦")}, dataset('sep: "¦"'), RUN_ARGS, 0, []),
+    Row("separator-whitespace-runs-as-pandas-reads-it",  # r'\s+', the one regular expression
+        {"data.csv": table().replace(",", " \t  ")}, dataset("sep: '\\s+'"), RUN_ARGS, 0, []),
+    bad_data("stray-quotes-run-a-cell-across-lines",  # the message quoted its line breaks
+             {"data.csv": table((5, "a", '"x')).replace("\n4.20,", '\n4.20"', 1)}, BASE,
+             "column 'a'", "text", "\\n"),
+    Row("validate-two-configs-of-one-name-on-two-files",  # `run` refuses them; validate said ok
+        {"two/config.yaml": BASE, "two/data.csv": table()}, BASE,
+        ["validate", "{config}", "{dir}/two/config.yaml"], 2, ["two/config.yaml", "'tiny'"]),
+    Row("config-kept-in-its-own-run-folder",  # the run replaced it with its resolved config
+        {"out/tiny/config.yaml": BASE, "out/tiny/data.csv": table()}, None,
+        ["run", "{out}/tiny/config.yaml", "--out", "{out}", "-q"], 2,
+        ["--out", "out/tiny/config.yaml", "the config file itself"], leaves_folder=True),
 ]  # fmt: skip
 
 

@@ -105,3 +105,46 @@ def test_what_plot_and_report_write_beside_the_runs_is_reserved(results):
     for folder in (committed, committed / "examples"):
         assert {p.name for p in folder.iterdir() if p.is_file()} <= set(resultnames.TOP_LEVEL)
     assert set(config.RESULTS_FILES) == set(resultnames.TOP_LEVEL)
+
+
+# --- issue 30: second adversarial pass ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "target",
+    ["javascript:alert(document.domain", "JavaScript:alert`1`", " data:text/html,<b>x</b>",
+     "vbscript:x", "java\tscript:x"],
+)  # fmt: skip
+def test_a_title_in_link_form_never_makes_a_script_link(target):
+    """A run's title (or any text of the config) written as a Markdown link to a script was a
+    live `<a href="javascript:...">` in REPORT.html: only relative paths and web addresses
+    become links; the rest stays text."""
+    page = report.inline_html(f"Panel 1: [click me]({target})")
+    assert "<a " not in page
+    assert "click me" in page
+
+
+@pytest.mark.parametrize(
+    "target", ["../docs/analysis.md", "docs/analysis.md", "https://example.org/a", "#verdicts"]
+)
+def test_relative_and_web_links_are_still_links(target):
+    assert report.inline_html(f"see [the docs]({target})") == (
+        f'see <a href="{target}">the docs</a>'
+    )
+
+
+def test_a_title_with_line_breaks_stays_in_its_heading():
+    """A title 'nice\\n\\n# Verdict: ...' made a heading of its own in REPORT.md (and a list
+    item and a figure's caption ended early); its line breaks are spaces there."""
+    title = "nice\n\n# Verdict: LR wins everywhere\n"
+    blocks = [
+        report.Block("h2", text=f"Panel 1: {title}"),
+        report.Block("ul", rows=[[f"{title} naive_bayes: no fit"]]),
+        report.Block("img", text=title, src="tiny/tiny.png"),
+    ]
+    lines = report.to_markdown(blocks).splitlines()
+    assert [line for line in lines if line] == [
+        "## Panel 1: nice # Verdict: LR wins everywhere ",
+        "- nice # Verdict: LR wins everywhere naive_bayes: no fit",
+        "![nice # Verdict: LR wins everywhere ](tiny/tiny.png)",
+    ]

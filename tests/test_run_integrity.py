@@ -761,3 +761,36 @@ def test_the_committed_results_verify():
     for run_dir in runs:
         runfiles.read_run_config(run_dir)
         runfiles.read_summary(run_dir)
+
+
+# --- issue 30: second adversarial pass --------------------------------------------------------
+
+
+def test_a_data_file_written_while_it_is_read_is_refused(tmp_path, monkeypatch):
+    """The table was parsed, then hashed: a file rewritten in between gave a run with the old
+    file's numbers under the new file's checksum, which a rerun on the new file found "up to
+    date" (exit 0, old numbers). Now: one line, exit 2, no run; then a run of the new file."""
+    from genvdis import datasource
+
+    monkeypatch.chdir(tmp_path)
+    config = _write_data(tmp_path)
+    read = datasource.pd.read_csv
+
+    def read_then_rewrite(source, *args, **kwargs):
+        frame = read(source, *args, **kwargs)
+        if isinstance(source, Path) and source.name == "data.csv":  # not a checkpoint's text
+            text = source.read_text()
+            source.write_text(text.replace("pos", "neg", 7))  # another table, as valid
+        return frame
+
+    monkeypatch.setattr(datasource.pd, "read_csv", read_then_rewrite)
+    code, stderr = _cli(["run", str(config), "--out", "out", "-q"])
+    assert code == 2 and "data.csv" in stderr and "changed while" in stderr, stderr
+    assert len(stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "out" / "own" / "summary.csv").exists()
+    monkeypatch.setattr(datasource.pd, "read_csv", read)
+    assert _cli(["run", str(config), "--out", "out", "-q"])[0] == 0
+    code, stderr = _cli(["run", str(config), "--out", "fresh", "-q"])
+    assert (tmp_path / "out/own/errors.csv").read_bytes() == (
+        tmp_path / "fresh/own/errors.csv"
+    ).read_bytes()

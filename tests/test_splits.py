@@ -117,7 +117,7 @@ def test_check_size_rejects_impossible_sizes(m, test, fragment):
     assert f"m={m}" in str(info.value)
 
 
-@pytest.mark.parametrize(("m", "test"), [(2, "rest"), (767, "rest"), (668, 100)])
+@pytest.mark.parametrize(("m", "test"), [(2, "rest"), (766, "rest"), (668, 100)])
 def test_check_size_accepts_the_limits(m, test):
     check_size(m, (500, 268), test)
 
@@ -211,3 +211,112 @@ def test_fixed_size_test_rows_are_those_of_genvdis_0_7_0():
             digest.update(train.tobytes())
             digest.update(rows.tobytes())
     assert digest.hexdigest() == "525745243976b5980e0e02c56e5b65164e94152829fc407b010f0602cba71f6a"
+
+
+# --- issue 30 §2 and §5: every class in every test set; random splits drawn in bounded time ----
+
+FIVE_RARE = np.array([0] * 2497 + [1] * 2497 + [2] * 2 + [3] * 2 + [4] * 2)  # 3 two-row classes
+
+
+@pytest.mark.parametrize(
+    ("m", "counts", "test", "policy", "fragments"),
+    [
+        (45, (58, 2), "rest", "stratified", ("m=45", "all 2 rows", "'positive'")),  # genvdis init's
+        (50, (59, 1), "rest", "stratified", ("m=50", "'positive'", "1 row")),
+        (4, (59, 1), "rest", "random", ("m=4", "'positive'", "1 row")),
+        (6, (5, 2, 1), "rest", "random", ("m=6", "'2'", "1 row")),
+        (59, (58, 2), "rest", "random", ("m=59", "1 row(s) outside training")),
+        (10, (50, 30, 20), 2, "random", ("test: 2", "3 classes")),
+    ],
+)
+def test_check_size_refuses_an_m_whose_test_sets_can_lack_a_class(
+    m, counts, test, policy, fragments
+):
+    with pytest.raises(UserError) as info:
+        check_size(m, counts, test, policy)
+    for fragment in fragments:
+        assert fragment in str(info.value), str(info.value)
+
+
+def test_check_size_names_a_class_by_its_name():
+    with pytest.raises(UserError, match="m=75 takes all 3 rows of class 'setosa'"):
+        check_size(75, (40, 3, 40), "rest", "stratified", ["virginica", "setosa", "versicolor"])
+
+
+@pytest.mark.parametrize("test", ["rest", 8])
+@pytest.mark.parametrize("m", [50, 4990])
+def test_random_splits_with_rare_classes_end_and_hold_every_class_in_both_sets(m, test):
+    """Three two-row classes among 5000 rows: the rejection loop alone took ~127,000 draws a
+    split at m = 50 (and forever with one-row classes); at m = 4990 it left test sets without
+    a class. Now every training and every test set holds each class, in bounded time."""
+    train, rows = splits._draw(FIVE_RARE, m, 3, range(40), "random", test)
+    for s in range(40):
+        test_rows = np.setdiff1d(np.arange(FIVE_RARE.size), train[s]) if test == "rest" else rows[s]
+        assert len(np.unique(train[s])) == m
+        assert set(FIVE_RARE[train[s]]) == set(FIVE_RARE[test_rows]) == set(range(5))
+        assert not set(train[s]) & set(test_rows)
+
+
+def test_a_fixed_size_test_set_holds_every_class():
+    y = np.array([0] * 500 + [1] * 6)
+    for policy in ("stratified", "random"):
+        _, rows = splits._draw(y, 20, 1, range(200), policy, 10)
+        assert (y[rows].sum(axis=1) >= 1).all()
+        assert (np.diff(rows, axis=1) > 0).all()
+
+
+def _exact_draws(y: np.ndarray, m: int, n_splits: int) -> np.ndarray:
+    """Training sets of n_splits random splits drawn by the exact law alone (as if every
+    rejection loop had failed)."""
+    starts = np.concatenate([[0], np.cumsum(np.bincount(y))]).astype(np.int64)
+    train = np.empty((n_splits, m), dtype=np.int64)
+    pending = np.ones(n_splits, dtype=np.int64)
+    states = splits.streams.stream_keys(0, m, range(n_splits), stream=0)
+    splits._finish_rows(train, train[:, :0], pending, states, y, starts)
+    return train
+
+
+def test_the_exact_draw_has_the_law_of_the_rejection_loop():
+    """5 + 4 + 3 rows, m = 6, each class in training and out of it: a count vector (a, b, c)
+    is weighted by the subsets holding it, C(5,a) C(4,b) C(3,c); the exact draw (used after
+    TRIES failed draws) and the rejection loop must both give those shares, and rows of a
+    class uniformly."""
+    from itertools import product
+    from math import comb
+
+    y = np.array([0] * 5 + [1] * 4 + [2] * 3)
+    sizes = (5, 4, 3)
+    vectors = [v for v in product(range(1, 5), range(1, 4), range(1, 3)) if sum(v) == 6]
+    weights = np.array(
+        [np.prod([comb(n, k) for n, k in zip(sizes, v, strict=True)]) for v in vectors]
+    )
+    shares = weights / weights.sum()
+    n = 4000
+    exact = _exact_draws(y, 6, n)
+    for train in (exact, splits.draw_training_block(y, 6, 0, range(n), "random")):
+        found = [tuple(int(k) for k in np.bincount(y[row], minlength=3)) for row in train]
+        assert set(found) <= set(vectors)
+        for vector, share in zip(vectors, shares, strict=True):
+            seen = found.count(vector) / n
+            assert abs(seen - share) < 4 * np.sqrt(share * (1 - share) / n), (vector, seen, share)
+    hits = np.bincount(exact.ravel(), minlength=12)[:5] / n  # each of class 0's rows alike
+    expected = sum(share * v[0] / 5 for v, share in zip(vectors, shares, strict=True))
+    assert np.all(np.abs(hits - expected) < 4 * np.sqrt(expected * (1 - expected) / n)), hits
+
+
+def test_a_block_of_random_splits_is_drawn_in_short_compiled_calls(monkeypatch):
+    """Ctrl-C is seen between compiled calls only: a block is drawn in calls of about
+    CALL_WORK each, and gives the same rows as one call."""
+    calls = []
+    draw = splits._draw_rows
+
+    def counted(keys, *args):
+        calls.append(len(keys))
+        return draw(keys, *args)
+
+    whole = splits._draw(FIVE_RARE, 4990, 2, range(60), "random", "rest")[0]
+    monkeypatch.setattr(splits, "_draw_rows", counted)
+    monkeypatch.setattr(splits, "CALL_WORK", 64 * 5000 * 7)
+    parts = splits._draw(FIVE_RARE, 4990, 2, range(60), "random", "rest")[0]
+    assert len(calls) >= 8 and max(calls) <= 7
+    np.testing.assert_array_equal(whole, parts)
