@@ -162,6 +162,16 @@ def crossover(
     return out
 
 
+def _weighted_sums(x: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """x (M, S) @ weights.T (S, B), each sum in numpy's pairwise order over the splits, not
+    a BLAS product: a BLAS kernel sums in its own order, chosen per CPU, and the bootstrap's
+    interval then moved in its last bits from one machine to another."""
+    out = np.empty((x.shape[0], weights.shape[0]))
+    for i, row in enumerate(x):
+        out[i] = (weights * row).sum(axis=1)
+    return out
+
+
 def _bootstrap_crossover(
     ms: np.ndarray, vals: np.ndarray, n_boot: int, seed: int, level: float, crossed: bool
 ) -> dict[str, Any]:
@@ -171,8 +181,8 @@ def _bootstrap_crossover(
     weights = rng.multinomial(n_splits, np.full(n_splits, 1 / n_splits), size=n_boot)
     weights = weights.astype(float)
     present = ~np.isnan(vals)
-    sums = np.where(present, vals, 0.0) @ weights.T
-    counts = present.astype(float) @ weights.T
+    sums = _weighted_sums(np.where(present, vals, 0.0), weights)
+    counts = _weighted_sums(present.astype(float), weights)
     with np.errstate(invalid="ignore", divide="ignore"):
         means = np.where(counts > 0, sums / counts, np.nan)
     _, interp = _crossover_columns(ms, means)

@@ -10,19 +10,16 @@ says why and how the family is chosen.
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import optimize
 
 POW3, EXP3, MMF4 = "pow3", "exp3", "mmf4"
 N_HOLDOUT = 2  # the largest m values kept out of the fit when choosing the family
 _AT_BOUND = 1e-6  # relative distance to a bound that counts as "on the bound"
-_MAXFEV = 2000  # a fit that needs more evaluations is degenerate (and slow); it just fails
 
 
 def _pow3(m: np.ndarray, a: float, b: float, c: float) -> np.ndarray:
@@ -35,7 +32,7 @@ def _mmf4(m: np.ndarray, a: float, b: float, g: float, d: float) -> np.ndarray:
     return (g * b + a * md) / (b + md)
 
 
-# Each family's derivatives by its parameters, one column each: curve_fit would otherwise
+# Each family's derivatives by its parameters, one column each: a fit would otherwise
 # estimate them by finite differences, one more evaluation per parameter at every step (the
 # larger part of a report's fitting time) and only to about half the digits.
 
@@ -173,38 +170,123 @@ def fit_family(
     except Exception as exc:  # a fit must never break an analysis run
         return nan_fit(family, len(m), f"error: {exc}")
     if best is None:
-        return nan_fit(family, len(m), "curve_fit failed from every start")
+        return nan_fit(family, len(m), "no start gave a finite fit")
     return _fit_result(fam, m, err, sigma, *best)
 
 
 def _best_start(fam: Family, m, err, sigma):
-    mx = float(m.max())
+    """The fit from each of the family's starts (`_levenberg_marquardt`), the least chi^2's.
+    Returns (popt, pcov, chi2), or None when no start gives a finite fit."""
     best = None
     for p0 in fam.starts(m, err):
-        p0 = np.clip(p0, fam.lower, np.minimum(fam.upper, 1e12))
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                popt, pcov = optimize.curve_fit(
-                    lambda x, *p: fam.func(x, mx, *p),
-                    m,
-                    err,
-                    p0=p0,
-                    jac=lambda x, *p: fam.jac(x, mx, *p),
-                    sigma=sigma,
-                    absolute_sigma=sigma is not None,
-                    bounds=(fam.lower, fam.upper),
-                    maxfev=_MAXFEV,
-                )
-        except (RuntimeError, ValueError, optimize.OptimizeWarning):
-            continue
-        if not np.all(np.isfinite(popt)):
-            continue
-        w = 1.0 if sigma is None else 1.0 / sigma
-        chi2 = float(np.sum(((err - fam.func(m, mx, *popt)) * w) ** 2))
-        if best is None or chi2 < best[2]:
-            best = (popt, pcov, chi2)
+        fit = _levenberg_marquardt(fam, m, err, sigma, np.asarray(p0, float))
+        if fit is not None and (best is None or fit[2] < best[2]):
+            best = fit
     return best
+
+
+_MAX_STEPS = 1000  # Levenberg-Marquardt iterations from one start (most need 10-60)
+
+
+def _levenberg_marquardt(
+    fam: Family, m, err, sigma, p0: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, float] | None:
+    """Weighted least squares from p0 by Levenberg-Marquardt, each step clipped to the
+    family's bounds, and the covariance as curve_fit gives it (inv(J^T J), times chi2 / dof
+    unless sigma is absolute). Every sum is exactly rounded (math.fsum) and the small systems
+    are solved by a Gaussian elimination of our own: scipy's curve_fit solves with LAPACK,
+    whose BLAS kernel, chosen per CPU, moved its optimum by up to 4e-7 (relative) from one
+    machine to another. Returns (popt, pcov, chi2), or None if the fit is not finite."""
+    mx = float(m.max())
+    w = np.ones_like(m) if sigma is None else 1.0 / sigma
+    lower, upper = np.asarray(fam.lower, float), np.asarray(fam.upper, float)
+    p = np.clip(p0, lower, np.minimum(upper, 1e12))
+
+    def residuals(q: np.ndarray) -> tuple[np.ndarray, float]:
+        with np.errstate(all="ignore"):
+            r = (err - fam.func(m, mx, *q)) * w
+        return r, math.fsum(r * r) if np.all(np.isfinite(r)) else math.inf
+
+    r, chi2 = residuals(p)
+    if not math.isfinite(chi2):
+        return None
+    damping, n = 1e-3, len(p)
+    for _ in range(_MAX_STEPS):
+        with np.errstate(all="ignore"):
+            J = fam.jac(m, mx, *p) * w[:, None]
+        if not np.all(np.isfinite(J)):
+            return None
+        A, g = _normal_equations(J, r)
+        # a parameter on a bound that the descent direction pushes out of it stays there
+        # (an active set): clipping its step instead would stall the others' steps
+        held = [
+            (p[i] <= lower[i] and g[i] < 0) or (p[i] >= upper[i] and g[i] > 0) for i in range(n)
+        ]
+        free = [i for i in range(n) if not held[i]]
+        step = _solve(
+            [[A[i][j] + (damping * A[i][i] if i == j else 0.0) for j in free] for i in free],
+            [g[i] for i in free],
+        ) if free else None  # fmt: skip
+        trial = None
+        if step is not None:
+            trial = p.copy()
+            trial[free] += np.asarray(step)
+            trial = np.clip(trial, lower, upper)
+        r_trial, chi2_trial = (r, math.inf) if trial is None else residuals(trial)
+        if chi2_trial < chi2:
+            small = np.all(np.abs(trial - p) <= 1e-12 * (np.abs(p) + 1e-12))
+            flat = chi2 - chi2_trial <= 1e-15 * chi2
+            p, r, chi2, damping = trial, r_trial, chi2_trial, max(damping / 10.0, 1e-12)
+            if small or flat:
+                break
+        else:
+            damping *= 10.0
+            if damping > 1e16:
+                break
+    with np.errstate(all="ignore"):
+        J = fam.jac(m, mx, *p) * w[:, None]
+    A, _ = _normal_equations(J, r)
+    inverse = _inverse(A) if np.all(np.isfinite(J)) else None
+    dof = len(m) - n
+    pcov = np.full((n, n), np.inf) if inverse is None else np.asarray(inverse)
+    if sigma is None and inverse is not None:
+        pcov = pcov * (chi2 / dof if dof > 0 else np.inf)
+    return p, pcov, chi2
+
+
+def _normal_equations(J: np.ndarray, r: np.ndarray) -> tuple[list[list[float]], list[float]]:
+    """J^T J and J^T r, each entry an exactly rounded sum (math.fsum): no summation order."""
+    cols = J.T
+    A = [[math.fsum(cols[i] * cols[j]) for j in range(len(cols))] for i in range(len(cols))]
+    return A, [math.fsum(col * r) for col in cols]
+
+
+def _solve(A: list[list[float]], b: list[float]) -> list[float] | None:
+    """A x = b by Gaussian elimination with partial pivoting (a few unknowns); None when a
+    pivot vanishes."""
+    n = len(b)
+    M = [list(row) + [b[i]] for i, row in enumerate(A)]
+    for k in range(n):
+        pivot = max(range(k, n), key=lambda i: abs(M[i][k]))
+        if not math.isfinite(M[pivot][k]) or abs(M[pivot][k]) <= 1e-300:
+            return None
+        M[k], M[pivot] = M[pivot], M[k]
+        for i in range(k + 1, n):
+            f = M[i][k] / M[k][k]
+            for j in range(k, n + 1):
+                M[i][j] -= f * M[k][j]
+    x = [0.0] * n
+    for i in range(n - 1, -1, -1):
+        x[i] = (M[i][n] - math.fsum(M[i][j] * x[j] for j in range(i + 1, n))) / M[i][i]
+    return x
+
+
+def _inverse(A: list[list[float]]) -> list[list[float]] | None:
+    n = len(A)
+    columns = [_solve(A, [1.0 if i == j else 0.0 for i in range(n)]) for j in range(n)]
+    if any(c is None for c in columns):
+        return None
+    return [[columns[j][i] for j in range(n)] for i in range(n)]
 
 
 def _fit_result(fam: Family, m, err, sigma, popt, pcov, chi2) -> dict[str, Any]:

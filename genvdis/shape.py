@@ -42,7 +42,7 @@ def contrast_test(coef: np.ndarray, mean: np.ndarray, var: np.ndarray, n: np.nda
     same error at each m) the estimate is exact: p = 0 if it is > 0, else 1. A variance that
     is unknown (NaN: one split at that m) leaves the test undone: se, df and p are NaN.
     """
-    est = float(np.dot(coef, mean))
+    est = math.fsum(coef * mean)  # exactly rounded: no BLAS kernel's summation order
     parts = coef**2 * var / n
     v = float(parts.sum())
     if math.isnan(v):

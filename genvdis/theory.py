@@ -108,15 +108,20 @@ def sample_complexity(
 
 
 def fit_line(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
-    """Least squares y = a + b x, and R^2 (NaN with fewer than 3 points or constant y).
-    Not scipy.stats.linregress: its a and b differ from polyfit's in the last bits (up to
-    3e-12 on the committed theory outputs), which would change fits.csv and the figures."""
+    """Least squares y = a + b x, and R^2 (NaN with fewer than 3 points or constant y), in
+    closed form with exactly rounded sums: the same bits on every CPU and BLAS kernel."""
     x, y = np.asarray(x, float), np.asarray(y, float)
     if len(x) < 3:
         return math.nan, math.nan, math.nan
-    b, a = np.polyfit(x, y, 1)
-    total = ((y - y.mean()) ** 2).sum()
-    r2 = 1 - ((y - (a + b * x)) ** 2).sum() / total if total > 0 else math.nan
+    # the normal equations about the means, every sum exactly rounded (math.fsum): polyfit's
+    # LAPACK least squares sums in the order of the CPU's BLAS kernel, and moved the last bits
+    x_bar, y_bar = math.fsum(x) / len(x), math.fsum(y) / len(y)
+    dx, dy = x - x_bar, y - y_bar
+    sxx = math.fsum(dx * dx)
+    b = math.fsum(dx * dy) / sxx if sxx > 0 else math.nan
+    a = y_bar - b * x_bar
+    total = math.fsum(dy * dy)
+    r2 = 1 - math.fsum((y - (a + b * x)) ** 2) / total if total > 0 else math.nan
     return float(a), float(b), float(r2)
 
 
