@@ -340,8 +340,7 @@ def validate(configs: Iterable[str | Path], allow_imports: Iterable[str] = ()) -
     ['pima: ok (pima, 13 sizes)']
     """
     from genvdis import builtin, engine, estimators
-    from genvdis.config import VARIANTS_KEY, is_theory_config, parse_config, read_yaml
-    from genvdis.sections import FileDataset
+    from genvdis.config import VARIANTS_KEY, is_theory_config, parse_config, read_from, read_yaml
     from genvdis.theoryconfig import parse_theory_config
     from genvdis.variants import check_block
 
@@ -361,10 +360,7 @@ def validate(configs: Iterable[str | Path], allow_imports: Iterable[str] = ()) -
             yield f"{path}: ok (theory {theory.name}, {len(theory.n)} values of n)"
             continue
         block = data.pop(VARIANTS_KEY, None) if isinstance(data, dict) else None
-        config = parse_config(data, str(path))
-        relative = isinstance(config.dataset, FileDataset) and config.dataset.path
-        if relative and not Path(config.dataset.path).is_absolute():  # as `load_config` does:
-            config._data_dir = file.parent  # two folders' data.csv are two tables (as `run`)
+        config = read_from(parse_config(data, str(path)), file)
         checked.append((str(path), config))
         check_distinct_names(checked)
         check_distinct_panels(checked)

@@ -112,10 +112,11 @@ def resolve(source: str | Path, kind: Kind | None = None) -> Path:
     text = str(source)
     if path.exists() or "/" in text or "\\" in text or path.suffix in {".yaml", ".yml"}:
         return path
-    known = names(kind)
+    shipped = builtin_configs()  # parses every shipped file: once
+    known = [c.name for c in shipped if c.kind in RUN_KINDS[kind]]
     if text in known:
-        return next(c.path for c in builtin_configs() if c.name == text)
-    if text in names():  # a built-in of the other kind
+        return next(c.path for c in shipped if c.name == text)
+    if any(c.name == text for c in shipped):  # a built-in of the other kind
         command = "run" if kind == "theory" else "theory"
         raise UserError(f"'{text}' is a built-in {command} config: `genvdis {command} {text}`")
     what = {"panel": "run config", "example": "example", "theory": "theory config", None: "config"}[

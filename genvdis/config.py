@@ -293,7 +293,12 @@ def load_config(path: str | Path) -> ExperimentConfig:
     data = read_yaml(path)
     if isinstance(data, dict):
         data = {key: value for key, value in data.items() if key != VARIANTS_KEY}
-    config = parse_config(data, str(path))
+    return read_from(parse_config(data, str(path)), path)
+
+
+def read_from(config: ExperimentConfig, path: str | Path) -> ExperimentConfig:
+    """`config` as read from the file `path`: a relative `dataset.path` is read from that
+    file's folder (two folders' data.csv are two tables)."""
     dataset = config.dataset
     if isinstance(dataset, FileDataset) and dataset.path and not Path(dataset.path).is_absolute():
         config._data_dir = Path(path).parent  # only then: other configs compare equal as read

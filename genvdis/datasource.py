@@ -231,16 +231,20 @@ def read_file_table(spec: FileDataset, *, base_dir: Path = Path(".")) -> tuple[p
     """A user's own CSV/TSV (local, or a URL pinned by sha256) as stripped text cells, and
     the file read: its target column and at least one other are there, `kinds` names only
     its columns. (`genvdis init` reads a table so, then infers its own kinds.)"""
-    frame, path, _ = _read_file(spec, base_dir)
-    return frame, path
+    path = _file_of(spec, base_dir)
+    return _read_file(spec, path), path
 
 
-def _read_file(spec: FileDataset, base_dir: Path) -> tuple[pd.DataFrame, Path, str]:
-    """`read_file_table`, and the file's sha256 from before it was read."""
-    path = fetch_url(spec.url, spec.sha256) if spec.url is not None else table_path(spec, base_dir)
+def _file_of(spec: FileDataset, base_dir: Path) -> Path:
+    """The file a file dataset reads: the cached download of its URL (sha256-checked), or
+    its path."""
+    return fetch_url(spec.url, spec.sha256) if spec.url is not None else table_path(spec, base_dir)
+
+
+def _read_file(spec: FileDataset, path: Path) -> pd.DataFrame:
+    """`read_file_table`'s table, from `path`."""
     sep = spec.sep or ("\t" if path.suffix.lower() in {".tsv", ".tab"} else ",")
     label = spec.path or spec.url
-    before = file_sha256(path)
     frame = _read_table(path, sep, spec, label)
     if spec.target not in frame.columns:
         raise UserError(
@@ -252,7 +256,7 @@ def _read_file(spec: FileDataset, base_dir: Path) -> tuple[pd.DataFrame, Path, s
     unknown = sorted(set(spec.kinds) - set(frame.columns))
     if unknown:
         raise UserError(f"dataset.kinds: no column named '{unknown[0]}' in {label}")
-    return frame, path, before
+    return frame
 
 
 def load_file_dataset(spec: FileDataset, *, base_dir: Path = Path(".")) -> RawData:
@@ -261,7 +265,10 @@ def load_file_dataset(spec: FileDataset, *, base_dir: Path = Path(".")) -> RawDa
     written while it was read is refused (its sha256 before and after differ), or the run
     would carry the new file's checksum and the old file's numbers, and a rerun on the new
     file would find it "up to date"."""
-    frame, path, checksum = _read_file(spec, base_dir)
+    path = _file_of(spec, base_dir)
+    # a URL's download was just checked against its pinned sha256: no need to hash it again
+    checksum = spec.sha256.lower() if spec.url is not None else file_sha256(path)
+    frame = _read_file(spec, path)
     label = spec.path or spec.url
     if file_sha256(path) != checksum:
         raise UserError(

@@ -214,6 +214,17 @@ def norms(x: np.ndarray) -> np.ndarray:
 
 
 @jit
+def _reflect(v: np.ndarray, tau: float, x: np.ndarray, k: int) -> None:
+    """x <- (I - tau v v^T) x over coordinates k.. (v is 0 before k), its dot in order."""
+    f = 0.0
+    for j in range(k, x.shape[0]):
+        f += v[j] * x[j]
+    f *= tau
+    for j in range(k, x.shape[0]):
+        x[j] -= f * v[j]
+
+
+@jit
 def row_space_bases(A: np.ndarray) -> np.ndarray:
     """An orthonormal basis of each A_s's row space (A (S, m, d), m < d): Q_s^T (S, m, d),
     the first m columns of the Q of A_s^T's Householder QR, with LAPACK's conventions (each
@@ -247,25 +258,14 @@ def row_space_bases(A: np.ndarray) -> np.ndarray:
             for j in range(k + 1, d):
                 V[k, j] = x[j] * scale
             for i in range(k + 1, m):  # reflect the later columns of A_s^T (rows of R)
-                row = R[i]
-                f = 0.0
-                for j in range(k, d):
-                    f += V[k, j] * row[j]
-                f *= tau[k]
-                for j in range(k, d):
-                    row[j] -= f * V[k, j]
+                _reflect(V[k], tau[k], R[i], k)
         for c in range(m):  # Q e_c = H_0 H_1 ... H_{m-1} e_c, applied from the last
             q = out[s, c]
             for j in range(d):
                 q[j] = 0.0
             q[c] = 1.0
             for k in range(min(c, m - 1), -1, -1):
-                f = 0.0
-                for j in range(k, d):
-                    f += V[k, j] * q[j]
-                f *= tau[k]
-                for j in range(k, d):
-                    q[j] -= f * V[k, j]
+                _reflect(V[k], tau[k], q, k)
     return out
 
 

@@ -13,8 +13,6 @@ squares fits of m* = a + b log n and m* = a + b n (`fits.csv`), and a figure. Se
 from __future__ import annotations
 
 import functools
-import hashlib
-import io
 import json
 import logging
 import math
@@ -277,24 +275,14 @@ def _one_n(
     else:
         log.info("%s: up to date (%s)", experiment.name, run_dir)
         row = asymptote_row(config, n)
-    errors = _read_errors(run_dir)
+    from genvdis import runfiles
+
+    errors = runfiles.read_errors(run_dir)  # the bytes parsed are the bytes checked
     exact, pool = row["asymptotic_error"], row["pool_bayes_error"]
     reference = pool if config.reference == "pool" else exact
     table = sample_complexity(errors, n, exact, config.epsilon, config.boot, config.seed, reference)
     log.info("%s: n = %d done (%.0f s so far)", config.name, n, time.perf_counter() - started)
     return row, table
-
-
-def _read_errors(run_dir: Path) -> pd.DataFrame:
-    """An n's errors.csv, the bytes parsed being the bytes checked against its manifest (the
-    one check every reader of a run makes, `runfiles.check_manifest`)."""
-    from genvdis import runfiles
-
-    path = run_dir / "errors.csv"
-    data = path.read_bytes()
-    errors = pd.read_csv(io.BytesIO(data))
-    runfiles.check_manifest(path, hashlib.sha256(data).hexdigest())
-    return errors
 
 
 def _caption(config: TheoryConfig) -> str:
