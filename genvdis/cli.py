@@ -6,9 +6,11 @@ Exit codes: 0 ok, 2 bad input (config, data, options) or a machine problem the u
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -183,12 +185,14 @@ def fetch(
         typer.echo(f"{name}: {len(paths)} file(s) in {fetching.data_dir()}")
 
 
-def _of_config(path: str, check) -> None:
-    """`check()`, its UserError said of the config at `path` (an option's is said as is)."""
+@contextlib.contextmanager
+def _of_config(path: str) -> Iterator[None]:
+    """A UserError inside said of the config at `path` (an option's, `--...`, as is): which
+    config, when several run in one go."""
     from genvdis.errors import UserError
 
     try:
-        check()
+        yield
     except UserError as error:
         if str(error).startswith("--"):
             raise
@@ -223,7 +227,6 @@ def run(
     """Run the protocol: S random splits per m, every model, errors and summary CSVs."""
     _load_engine()
     from genvdis import api, results
-    from genvdis.errors import UserError
 
     progress = _start_run(quiet)
     options = dict(jobs=jobs, backend=backend, scheduler=scheduler)
@@ -234,19 +237,16 @@ def run(
     api.check_distinct_names(named)  # before anything runs
     api.check_distinct_panels(named)
     for path, config in named:  # --out, and no theory's folder of a config's name
-        _of_config(path, lambda config=config: results.prepare_output(out, config.name))
-        _of_config(path, lambda path=path, config=config: api.check_inputs_kept(path, config, out))
+        with _of_config(path):
+            results.prepare_output(out, config.name)
+            api.check_inputs_kept(path, config, out)
     for path, config in zip(configs, loaded, strict=True):
         before = _manifest_stamp(out / config.name)
-        try:
+        with _of_config(path):
             done = api.run(
                 config, out=out, mirror=mirror, progress=progress, force=force, wait=wait,
                 **options,
             )  # fmt: skip
-        except UserError as error:  # say which config, when several run in one go
-            if str(error).startswith("--"):
-                raise
-            raise UserError(f"{path}: {error}") from None
         if before is None or _manifest_stamp(done.path) != before:  # else: said "up to date"
             log.info("%s: wrote %s", config.name, done.path)
 
@@ -329,7 +329,8 @@ def theory(
     loaded = [config.with_overrides(splits=splits) for config in loaded]
     api.check_distinct_names(list(zip(configs, loaded, strict=True)))  # before anything runs
     for path, config in zip(configs, loaded, strict=True):  # --out, and no run's folder there
-        _of_config(path, lambda config=config: prepare_output(out, config.name, "theory"))
+        with _of_config(path):
+            prepare_output(out, config.name, "theory")
     for config in loaded:
         # run_theory says itself what it did: "wrote <dir> in N s", or "up to date (<dir>)"
         run_theory(config, out, jobs=jobs, progress=progress, force=force, wait=wait)
