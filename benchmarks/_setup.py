@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from genvdis.config import ExperimentConfig, load_config
-from genvdis.datasource import load_data
-from genvdis.engine import Protocol
-from genvdis.estimators import build_models
-from genvdis.models import LinearModel
-from genvdis.preprocessing import PreparedData, prepare
-from genvdis.scoring import EncodedData
-from genvdis.tuning import tune_process
+from genvdis._runtime.tuning import tune_process
+from genvdis.config.experiment import ExperimentConfig, load_config
+from genvdis.data.preprocessing import PreparedData, prepare
+from genvdis.data.sources import load_data
+from genvdis.experiment.engine import Protocol
+from genvdis.experiment.scoring import EncodedData
+from genvdis.models.estimators import build_models
+from genvdis.models.generative import LinearModel
 
 
 class Setup(NamedTuple):

@@ -53,9 +53,9 @@ def _timed(
 def _count_iterations(config: str, splits: int) -> dict[int, float]:
     """Newton iterations a split per m of the config's logistic regression, with the genvdis
     this process imports (run in a child process: see `_iterations`)."""
-    from genvdis import newton
-    from genvdis import splits as drawing
-    from genvdis.logistic import LogisticRegression
+    from genvdis.experiment import splits as drawing
+    from genvdis.models.logistic import _newton as newton
+    from genvdis.models.logistic.binary import LogisticRegression
 
     from _setup import load
 

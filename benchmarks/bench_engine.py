@@ -7,7 +7,7 @@ For each config and every m of its grid, the same S splits are scored twice:
   `LogisticRegression(C=inf)` (lbfgs, no penalty), `CategoricalNB(alpha=1)` for discrete naive
   Bayes; continuous naive Bayes (shared variance) has no scikit-learn class, so the baseline
   calls genvdis's own `NaiveBayes.fit` once per split;
-- engine: `genvdis.engine.run_block` on the engine's own blocks of splits, each block one
+- engine: `genvdis.experiment.engine.run_block` on the engine's own blocks of splits, each block one
   batched fit (one process, like `--jobs 1`). Each side first runs one split untimed: the
   engine's compiled functions load from numba's cache (~50 ms, once per process), and
   scikit-learn's first fit warms its own imports.
@@ -32,11 +32,11 @@ from sklearn.linear_model import LogisticRegression as SkLogistic
 from sklearn.naive_bayes import CategoricalNB
 from threadpoolctl import threadpool_limits
 
-from genvdis.engine import Protocol, run_block
-from genvdis.hyperplanes import signed_rows
-from genvdis.models import NaiveBayes
-from genvdis.planning import plan_tasks
-from genvdis.splits import draw_block
+from genvdis.experiment.engine import Protocol, run_block
+from genvdis.experiment.planning import plan_tasks
+from genvdis.experiment.splits import draw_block
+from genvdis.models.generative import NaiveBayes
+from genvdis.models.logistic.separable.hyperplanes import signed_rows
 
 from _setup import load
 

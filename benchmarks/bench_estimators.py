@@ -29,11 +29,12 @@ import warnings
 
 import numpy as np
 
-from genvdis import estimators, splits
-from genvdis.engine import run_block
-from genvdis.planning import plan_tasks
-from genvdis.sections import EstimatorSpec
-from genvdis.tuning import one_thread
+from genvdis._runtime.tuning import one_thread
+from genvdis.config.sections import EstimatorSpec
+from genvdis.experiment import splits
+from genvdis.experiment.engine import run_block
+from genvdis.experiment.planning import plan_tasks
+from genvdis.models import estimators
 
 from _setup import load
 

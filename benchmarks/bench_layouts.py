@@ -19,8 +19,8 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from genvdis import logistic
-from genvdis.engine import run_block
+from genvdis.experiment.engine import run_block
+from genvdis.models.logistic import binary as logistic
 
 from _setup import load
 

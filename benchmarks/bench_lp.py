@@ -31,8 +31,8 @@ CONFIG = "configs/examples/sonar-max-margin.yaml"
 
 def _solve_all(config: str, splits: int) -> dict[str, float | str]:
     """Time max_margin on every split's rows with the genvdis this process imports."""
-    from genvdis import hyperplanes
-    from genvdis import splits as drawing
+    from genvdis.experiment import splits as drawing
+    from genvdis.models.logistic.separable import hyperplanes
 
     from _setup import load
 

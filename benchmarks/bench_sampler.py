@@ -13,8 +13,10 @@ chains (the whole call, stages included). Issue 17 asked whether, when m > d + 1
 weight space would be faster: the Gram column shows what it could save at most
 (docs/separable.md, "What it costs").
 
-With `--against REV`, the sampler as committed at REV (genvdis/sampler.py, or
-genvdis/hyperplanes.py before the sampler had its own module) is loaded beside the working
+With `--against REV`, the sampler as committed at REV
+(genvdis/models/logistic/separable/sampler.py, or
+genvdis/models/logistic/separable/hyperplanes.py before the sampler had its own module) is loaded
+beside the working
 tree's, and the two samplers run on the same sets, alternately (the machine is shared and
 noisy: min of `--repeat`, interleaved). It prints both times, their ratio and whether the
 draws are bit-identical. With `--panel SPLITS` as well it times instead the engine
@@ -35,12 +37,12 @@ from types import ModuleType
 import numpy as np
 from sampler_mixing import newton_starts
 
-from genvdis import hyperplanes, sampler
-from genvdis.engine import run_block
-from genvdis.sections import TRAJECTORIES
-from genvdis.splits import draw_block
-from genvdis.streams import stream_keys
-from genvdis.tuning import one_thread
+from genvdis._runtime.streams import stream_keys
+from genvdis._runtime.tuning import one_thread
+from genvdis.config.sections import TRAJECTORIES
+from genvdis.experiment.engine import run_block
+from genvdis.experiment.splits import draw_block
+from genvdis.models.logistic.separable import hyperplanes, sampler
 
 from _setup import Setup, load
 

@@ -18,7 +18,8 @@ import time
 
 import numpy as np
 
-from genvdis import engine, scoring, tuning
+from genvdis._runtime import tuning
+from genvdis.experiment import engine, scoring
 
 from _setup import load
 

@@ -32,8 +32,8 @@ CONFIG = "configs/examples/optdigits-10class.yaml"
 def _fit_times(config: str, splits: int) -> dict[int, float]:
     """CPU ms a training set of the config's logistic regression at each m, with the genvdis
     this process imports (a child process of `_compare_fits`)."""
-    from genvdis import splits as drawing
-    from genvdis.logistic import LogisticRegression
+    from genvdis.experiment import splits as drawing
+    from genvdis.models.logistic.binary import LogisticRegression
 
     from _setup import load
 

@@ -27,11 +27,12 @@ import time
 import numba
 import numpy as np
 
-from genvdis import newton_solves, splits
-from genvdis.layouts import Sparse
-from genvdis.logistic import TINY_RIDGE
-from genvdis.logistic_kernels import sparse_directions, sparse_gradient, sparse_hessian
-from genvdis.sparsest_first import plan, sparse_steps
+from genvdis.experiment import splits
+from genvdis.models.logistic import _solves as newton_solves
+from genvdis.models.logistic._kernels import sparse_directions, sparse_gradient, sparse_hessian
+from genvdis.models.logistic._layouts import Sparse
+from genvdis.models.logistic._sparsest_first import plan, sparse_steps
+from genvdis.models.logistic.binary import TINY_RIDGE
 
 from _setup import load
 

@@ -4,8 +4,8 @@
 
 On adult's class sizes (34,014 / 11,208 rows), for training rows alone (`test: rest`) and for
 fixed-size test sets, the min of --repeat calls of each case, interleaved with --against's
-(DIR's genvdis/splits.py loaded beside this one; the other modules are this checkout's), and
-whether both drew the same rows. No data files are needed.
+(DIR's genvdis/experiment/splits.py loaded beside this one; the other modules are this
+checkout's), and whether both drew the same rows. No data files are needed.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from genvdis import splits
+from genvdis.experiment import splits
 
 Y = np.array([0] * 34014 + [1] * 11208)
 CASES = [  # (m, splits, test), test None: the training rows alone
@@ -30,7 +30,9 @@ CASES = [  # (m, splits, test), test None: the training rows alone
 
 
 def _load(tree: str):
-    spec = importlib.util.spec_from_file_location("other_splits", Path(tree) / "genvdis/splits.py")
+    spec = importlib.util.spec_from_file_location(
+        "other_splits", Path(tree) / "genvdis/experiment/splits.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -26,11 +26,12 @@ modules from source, ~0.1 s, which an installed package never does).
 --cold [CONFIG...] times a user's first run, `genvdis run CONFIG... --splits S --jobs J`
 (default: the positional CONFIG), with numba's cache empty (a fresh NUMBA_CACHE_DIR each
 time), so every kernel it needs is compiled, as on a fresh install or after an update that
-changed a kernel module (genvdis/kernelcache.py); with --against, both sides in turn each
+changed a kernel module (genvdis/_runtime/kernelcache.py); with --against, both sides in turn each
 round.
 
 --crossover CONFIG... times `--jobs 1` against `--jobs 2 --force` (two loky workers) on each
-config, next to the run's CPU estimate (genvdis.planning): where the workers start to pay is
+config, next to the run's CPU estimate (genvdis.experiment.planning): where the workers start to
+pay is
 what `backends.IN_PROCESS_BELOW` is set from.
 """
 
@@ -56,7 +57,7 @@ def _first_task(argv: list[str]) -> None:
     from genvdis import cli
 
     getattr(cli, "_load_engine", lambda: None)()  # as `genvdis run` imports it (collector paused)
-    from genvdis import engine
+    from genvdis.experiment import engine
 
     def stop(*args: object) -> None:
         os._exit(0)
@@ -145,7 +146,7 @@ def _round(args: argparse.Namespace, scratch: Path, n: int) -> dict[str, tuple[f
 
 def _crossover(configs: list[str], splits: int, repeat: int, scratch: Path) -> None:
     """--jobs 1 against two workers (--jobs 2 --force) per config, min of `repeat` rounds."""
-    from genvdis.planning import Workload, plan_tasks
+    from genvdis.experiment.planning import Workload, plan_tasks
 
     from _setup import load
 

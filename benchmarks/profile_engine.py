@@ -17,8 +17,8 @@ import pstats
 
 from threadpoolctl import threadpool_limits
 
-from genvdis.engine import run_block
-from genvdis.planning import plan_tasks
+from genvdis.experiment.engine import run_block
+from genvdis.experiment.planning import plan_tasks
 
 from _setup import load
 

@@ -27,14 +27,14 @@ from pathlib import Path
 
 import numpy as np
 
-from genvdis import hyperplanes, sampler
-from genvdis.engine import run_block
-from genvdis.layouts import Gathered
-from genvdis.logistic import SAMPLER_BYTES, TINY_RIDGE, LogisticRegression
-from genvdis.sections import TRAJECTORIES
-from genvdis.splits import draw_block
-from genvdis.streams import stream_keys
-from genvdis.tuning import one_thread
+from genvdis._runtime.streams import stream_keys
+from genvdis._runtime.tuning import one_thread
+from genvdis.config.sections import TRAJECTORIES
+from genvdis.experiment.engine import run_block
+from genvdis.experiment.splits import draw_block
+from genvdis.models.logistic._layouts import Gathered
+from genvdis.models.logistic.binary import SAMPLER_BYTES, TINY_RIDGE, LogisticRegression
+from genvdis.models.logistic.separable import hyperplanes, sampler
 
 from _setup import load
 

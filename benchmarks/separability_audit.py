@@ -16,7 +16,8 @@ import collections
 
 import numpy as np
 
-from genvdis import engine, hyperplanes
+from genvdis.experiment import engine
+from genvdis.models.logistic.separable import hyperplanes
 
 from _setup import load
 

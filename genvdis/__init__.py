@@ -19,14 +19,14 @@ _HOMES = {
     "open_results": "genvdis.runresults",
     "run": "genvdis.api",
     "sweep": "genvdis.api",
-    "builtin_configs": "genvdis.builtin",
+    "builtin_configs": "genvdis.config.builtin",
     "UserError": "genvdis.errors",
 }
 
 TYPE_CHECKING = False  # without importing typing (most of import genvdis's time otherwise)
 if TYPE_CHECKING:
     from genvdis.api import load_config, run, sweep
-    from genvdis.builtin import builtin_configs
+    from genvdis.config.builtin import builtin_configs
     from genvdis.errors import UserError
     from genvdis.runresults import Results, open_results
 

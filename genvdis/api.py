@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
     import pandas as pd
 
-    from genvdis.config import ExperimentConfig
+    from genvdis.config.experiment import ExperimentConfig
     from genvdis.progress import Progress
 
 BACKENDS = ("loky", "threading", "dask")
@@ -154,7 +154,8 @@ def load_config(source: str | Path) -> ExperimentConfig:
     >>> cfg.dataset, cfg.size_grid[:4], cfg.splits
     ('pima', [10, 15, 20, 30], 1000)
     """
-    from genvdis import builtin, config
+    from genvdis.config import builtin
+    from genvdis.config import experiment as config
 
     _path_arg("config", source, "a config file or a built-in name")
     return config.load_config(builtin.resolve(source, "panel"))
@@ -205,8 +206,8 @@ def check_inputs_kept(source: str | Path, config: Any, out: str | Path) -> None:
     UserError
         Naming the file the run would overwrite and --out.
     """
-    from genvdis import results
-    from genvdis.sections import FileDataset
+    from genvdis.config.sections import FileDataset
+    from genvdis.store import results
 
     run_dir = Path(out) / config.name
     inputs = {"the config file": Path(source)}
@@ -297,7 +298,8 @@ def check_run_options(
     Traceback (most recent call last):
     genvdis.errors.UserError: --jobs must be >= 1
     """
-    from genvdis import estimators, pool
+    from genvdis.experiment import _pool as pool
+    from genvdis.models import estimators
 
     pool.check_jobs(_whole("--jobs", jobs, WORKERS))
     if not isinstance(backend, str) or backend not in BACKENDS:
@@ -339,10 +341,18 @@ def validate(configs: Iterable[str | Path], allow_imports: Iterable[str] = ()) -
     >>> list(validate(["pima"]))
     ['pima: ok (pima, 13 sizes)']
     """
-    from genvdis import builtin, engine, estimators
-    from genvdis.config import VARIANTS_KEY, is_theory_config, parse_config, read_from, read_yaml
-    from genvdis.theoryconfig import parse_theory_config
-    from genvdis.variants import check_block
+    from genvdis.config import builtin
+    from genvdis.config.experiment import (
+        VARIANTS_KEY,
+        is_theory_config,
+        parse_config,
+        read_from,
+        read_yaml,
+    )
+    from genvdis.config.theory import parse_theory_config
+    from genvdis.config.variants import check_block
+    from genvdis.experiment import engine
+    from genvdis.models import estimators
 
     sources = _sources("configs", [configs] if isinstance(configs, str | os.PathLike) else configs)
     allow_imports = _strings("--allow-import", allow_imports, PREFIXES, single=False)
@@ -378,8 +388,10 @@ def validate(configs: Iterable[str | Path], allow_imports: Iterable[str] = ()) -
 def _check_columns(config: ExperimentConfig, file: Path) -> None:
     """What `validate` can check of a config's data without reading or fetching it: a
     registered dataset's name and attribute names, a local table (a regular file, there)."""
-    from genvdis import datasets, datasource, preprocessing
-    from genvdis.sections import FileDataset
+    from genvdis.config.sections import FileDataset
+    from genvdis.data import preprocessing
+    from genvdis.data import sources as datasource
+    from genvdis.data import uci as datasets
 
     dataset = config.dataset
     if isinstance(dataset, str):  # the registry knows its attributes: checked as a run does
@@ -449,8 +461,8 @@ def run(  # its length is the numpydoc docstring; the code is under 30 lines
     >>> res.path.as_posix(), res.splits
     ('results/pima', 20)
     """
-    from genvdis import engine
-    from genvdis.config import ExperimentConfig
+    from genvdis.config.experiment import ExperimentConfig
+    from genvdis.experiment import engine
 
     options = _run_options(jobs, backend, scheduler, progress, force, wait, allow_imports)
     splits, seed = _optional_whole("splits", splits), _optional_whole("seed", seed)
@@ -506,8 +518,9 @@ def sweep(
     >>> list(table["variant"])
     ['baseline', 'split=random']
     """
-    from genvdis import builtin, sweeps
-    from genvdis.config import ExperimentConfig
+    from genvdis.config import builtin
+    from genvdis.config.experiment import ExperimentConfig
+    from genvdis.experiment import sweeps
 
     unknown = [key for key in options if key not in RUN_OPTIONS]
     if unknown:

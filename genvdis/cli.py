@@ -157,7 +157,7 @@ def _start_run(quiet: bool):
 
 def _headless() -> None:
     """Figures are only saved: the Agg backend needs no display (chosen here, not on import
-    of genvdis.plotting, so that notebooks keep theirs)."""
+    of genvdis.report.plotting, so that notebooks keep theirs)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -171,8 +171,8 @@ def fetch(
     mirror: Mirror = None,
 ) -> None:
     """Download datasets (and their .names files) into the cache, checking each sha256."""
-    from genvdis import datasets
-    from genvdis import fetch as fetching
+    from genvdis.data import fetch as fetching
+    from genvdis.data import uci as datasets
     from genvdis.errors import UserError
 
     for name in names or []:  # checked with --all too: a misspelt name is not skipped
@@ -202,10 +202,10 @@ def _of_config(path: str) -> Iterator[None]:
 def _load_engine() -> None:
     """Import the engine and its libraries with the garbage collector paused
     (`tuning.collector_paused`): ~45 ms of a run's start."""
-    from genvdis import tuning
+    from genvdis._runtime import tuning
 
     with tuning.collector_paused():
-        from genvdis import engine  # noqa: F401
+        from genvdis.experiment import engine  # noqa: F401
 
 
 @app.command()
@@ -226,7 +226,8 @@ def run(
 ) -> None:
     """Run the protocol: S random splits per m, every model, errors and summary CSVs."""
     _load_engine()
-    from genvdis import api, results
+    from genvdis import api
+    from genvdis.store import results
 
     progress = _start_run(quiet)
     options = dict(jobs=jobs, backend=backend, scheduler=scheduler)
@@ -254,7 +255,7 @@ def run(
 def _manifest_stamp(run_dir: Path) -> tuple[int, int] | None:
     """The run folder's manifest file (inode, mtime): a run that wrote anything committed a
     new one (written, then renamed into place); one found up to date left it as it was."""
-    from genvdis.results import MANIFEST
+    from genvdis.store.results import MANIFEST
 
     try:
         found = (run_dir / MANIFEST).stat()
@@ -317,10 +318,11 @@ def theory(
 ) -> None:
     """Sample complexity on synthetic data: m*(eps) vs n features, NB vs LR, with fits."""
     _load_engine()
-    from genvdis import api, builtin
-    from genvdis.results import prepare_output
-    from genvdis.theory import run_theory
-    from genvdis.theoryconfig import load_theory_config
+    from genvdis import api
+    from genvdis.config import builtin
+    from genvdis.config.theory import load_theory_config
+    from genvdis.experiment.theory import run_theory
+    from genvdis.store.results import prepare_output
 
     progress = _start_run(quiet)
     api.check_run_options(jobs=jobs)
@@ -347,8 +349,8 @@ def plot(
 ) -> None:
     """Draw error vs. m for every run, and Figure 1 (3 x 5) when paper panels are there."""
     _headless()
-    from genvdis import pool
-    from genvdis.plotting import plot_folders
+    from genvdis.experiment import _pool as pool
+    from genvdis.report.plotting import plot_folders
 
     pool.check_jobs(jobs)
     for path in plot_folders(results_dirs or [Path("results")], jobs=jobs):
@@ -370,10 +372,12 @@ def report(
     jobs: Jobs = 1,
 ) -> None:
     """Crossovers, asymptotes and verdicts per run: REPORT.md, REPORT.html, explorer.html."""
-    from genvdis import explorer, pool, results
-    from genvdis.config import MAX_BOOT, MIN_BOOT
+    from genvdis.config.experiment import MAX_BOOT, MIN_BOOT
     from genvdis.errors import UserError
-    from genvdis.report import write_reports
+    from genvdis.experiment import _pool as pool
+    from genvdis.report import explorer
+    from genvdis.report.markdown import write_reports
+    from genvdis.store import results
 
     folders = results_dirs or [Path("results")]
     if not MIN_BOOT <= boot <= MAX_BOOT:
@@ -404,7 +408,7 @@ def list_datasets(
     from rich.console import Console
     from rich.table import Column, Table
 
-    from genvdis import datasets
+    from genvdis.data import uci as datasets
 
     names = Column("name", no_wrap=True, min_width=max(map(len, datasets.REGISTRY)))
     table = Table(names, "rows", "continuous", "discrete", "classes", "source files", "licence")
@@ -444,7 +448,7 @@ def list_configs() -> None:
     from rich.console import Console
     from rich.table import Column, Table
 
-    from genvdis import builtin
+    from genvdis.config import builtin
 
     shipped = builtin.builtin_configs()
     names = Column("name", no_wrap=True, min_width=max(len(c.name) for c in shipped))

@@ -46,8 +46,8 @@ def open_results(path: str | Path) -> Results:
 def _check_statistics(level: Any = 0.95, n_boot: Any = 1000, seed: Any = 0) -> None:
     """The statistics' options, as the report takes them: a bad one is a one-line UserError
     naming it, not a traceback nor intervals of NaN or None."""
-    from genvdis.config import MAX_BOOT, MIN_BOOT
-    from genvdis.sections import MAX_SEED
+    from genvdis.config.experiment import MAX_BOOT, MIN_BOOT
+    from genvdis.config.sections import MAX_SEED
 
     def whole(value: Any) -> bool:  # numpy's integers too, as the API's arguments take them
         return isinstance(value, numbers.Integral) and not isinstance(value, bool)
@@ -114,7 +114,7 @@ class Results:
     @property
     def config(self) -> dict[str, Any]:
         """The config as run (config.yaml): with the version, data checksums, n, classes."""
-        from genvdis.runfiles import read_run_config
+        from genvdis.store.runfiles import read_run_config
 
         return self._cached("config.yaml", read_run_config)
 
@@ -131,7 +131,7 @@ class Results:
     @property
     def models(self) -> list[str]:
         """The models, in the config's order."""
-        from genvdis.runfiles import read_panel_config
+        from genvdis.store.runfiles import read_panel_config
 
         return read_panel_config(self.path)["models"]
 
@@ -147,7 +147,7 @@ class Results:
         ['model', 'm', 'n_splits', 'mean', 'std', 'sem', 'ci_low', 'ci_high', 'frac_separable',
          'warnings']
         """
-        from genvdis.runfiles import read_summary
+        from genvdis.store.runfiles import read_summary
 
         return self._cached("summary.csv", read_summary)
 
@@ -162,7 +162,7 @@ class Results:
         >>> len(res.errors) == 2 * 13 * 20  # models x sizes x splits
         True
         """
-        from genvdis.runfiles import read_errors
+        from genvdis.store.runfiles import read_errors
 
         path = self.path / "errors.csv"
         if not path.is_file():  # the committed results keep only summaries
@@ -182,8 +182,8 @@ class Results:
         >>> res.pairs
         [('naive_bayes', 'logistic_regression')]
         """
-        from genvdis import analysis
-        from genvdis.runfiles import read_panel_config
+        from genvdis.analysis import differences as analysis
+        from genvdis.store.runfiles import read_panel_config
 
         config = read_panel_config(self.path)
         return analysis.choose_pairs(config["models"], config["compare"])
@@ -214,7 +214,7 @@ class Results:
         """
         import pandas as pd
 
-        from genvdis import analysis
+        from genvdis.analysis import differences as analysis
 
         _check_statistics(n_boot=n_boot, seed=seed)
         rows, _ = analysis.comparisons(self.errors, self.pairs, n_boot, seed)
@@ -273,7 +273,7 @@ class Results:
         >>> list(diffs["m"][:3]), bool(diffs["mean_diff"].iloc[-1] < 0)
         ([10, 15, 20], True)
         """
-        from genvdis import analysis
+        from genvdis.analysis import differences as analysis
 
         _check_statistics(level=level)
         a, b = self._pair(a, b)
@@ -311,7 +311,7 @@ class Results:
         >>> cross["m_cross"], cross["ci_low"] <= cross["m_cross_interp"] <= cross["ci_high"]
         (80, True)
         """
-        from genvdis import analysis
+        from genvdis.analysis import differences as analysis
 
         _check_statistics(level=level, n_boot=n_boot, seed=seed)
         a, b = self._pair(a, b)
@@ -337,6 +337,6 @@ class Results:
         >>> ax.get_title(), [t.get_text() for t in ax.get_legend().get_texts()]
         ('pima', ['naive Bayes', 'logistic regression'])
         """
-        from genvdis import plotting
+        from genvdis.report import plotting
 
         return plotting.run_axes(self.summary, {"name": self.name, **self.config}, ax)

@@ -20,12 +20,12 @@ import pandas as pd
 import yaml
 
 from genvdis import __version__
-from genvdis.config import parse_config
-from genvdis.datasource import FEW_VALUES, infer_kind, read_file_table
+from genvdis.config.experiment import parse_config
+from genvdis.config.sections import FileDataset
+from genvdis.data.preprocessing import keys_of, label_keys, label_text, read_numbers
+from genvdis.data.sources import FEW_VALUES, infer_kind, read_file_table
 from genvdis.errors import UserError
-from genvdis.preprocessing import keys_of, label_keys, label_text, read_numbers
-from genvdis.results import atomic_write_text
-from genvdis.sections import FileDataset
+from genvdis.store.results import atomic_write_text
 
 FIRST_M = 10  # where most of the paper's panels start their m grid
 MAX_M = 3000  # adult's largest m: beyond it, runs get long and curves flat
@@ -181,7 +181,9 @@ def choose_missing(frame: pd.DataFrame, columns: list[Column], labelled: pd.Seri
 def _tests_every_class(m: int, n: int, smaller: int) -> bool:
     """Whether a stratified training set of m rows leaves each class a test row, whichever
     class is the positive one (`splits.check_size`, the run's own check)."""
-    from genvdis import splits  # here: it loads numba, which the rest of init does not need
+    from genvdis.experiment import (
+        splits,  # here: it loads numba, which the rest of init does not need
+    )
 
     try:
         for counts in ((n - smaller, smaller), (smaller, n - smaller)):

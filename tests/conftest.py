@@ -26,8 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from genvdis import fetch
-from genvdis.datasets import REGISTRY
+from genvdis.data import fetch
+from genvdis.data.uci import REGISTRY
 from genvdis.errors import UserError
 
 REPO = Path(__file__).resolve().parents[1]

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from genvdis import analysis as an
-from genvdis import results
+from genvdis.analysis import differences as an
+from genvdis.store import results
 
 GRID = [4, 6, 8, 10, 12, 15, 20, 25, 30, 40, 60, 100, 200]
 TRUE_CROSS = 17.0  # 0.1 + 2/m == 0.2 + 0.3/m

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from genvdis.preprocessing import FeatureLayout
+from genvdis.data.preprocessing import FeatureLayout
 
 
 def mixed_data(n: int = 150, seed: int = 0) -> tuple[np.ndarray, np.ndarray, FeatureLayout]:

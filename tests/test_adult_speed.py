@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from genvdis import hyperplanes
+from genvdis.models.logistic.separable import hyperplanes
 
 
 def _reference(A: np.ndarray, lam: np.ndarray, support: np.ndarray) -> np.ndarray:

@@ -10,8 +10,8 @@ import pytest
 from learningcurves import CROSSING, GRID, TRUE_CROSS, make_errors
 from scipy import stats
 
-from genvdis import analysis as an
-from genvdis import fits
+from genvdis.analysis import differences as an
+from genvdis.analysis import fits
 
 
 @pytest.fixture(scope="module")

@@ -20,8 +20,12 @@ import pytest
 from typer.testing import CliRunner
 
 import genvdis
-from genvdis import analysis, api, builtin, plotting, results, runresults
+from genvdis import api, runresults
+from genvdis.analysis import differences as analysis
 from genvdis.cli import app
+from genvdis.config import builtin
+from genvdis.report import plotting
+from genvdis.store import results
 
 REPO = Path(__file__).resolve().parents[1]
 HEAVY = ("numba", "scipy", "matplotlib", "sklearn", "pandas", "numpy", "pydantic")
@@ -48,7 +52,7 @@ def test_import_loads_no_numeric_library():
 
 def test_importing_plotting_keeps_the_backend_and_settings():
     code = (
-        "import matplotlib; before = dict(matplotlib.rcParams); import genvdis.plotting; "
+        "import matplotlib; before = dict(matplotlib.rcParams); import genvdis.report.plotting; "
         "print(matplotlib.get_backend(), dict(matplotlib.rcParams) == before)"
     )
     assert _python(code, MPLBACKEND="svg") == "svg True"

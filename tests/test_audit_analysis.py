@@ -13,10 +13,12 @@ import pandas as pd
 import pytest
 import yaml
 
-from genvdis import analysis as an
-from genvdis import explorer, results, runfiles, shape
+from genvdis.analysis import differences as an
+from genvdis.analysis import shape
 from genvdis.errors import UserError
-from genvdis.report import write_report
+from genvdis.report import explorer
+from genvdis.report.markdown import write_report
+from genvdis.store import results, runfiles
 
 GRID = [10, 20, 40, 80, 160]
 

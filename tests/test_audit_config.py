@@ -52,7 +52,7 @@ def test_a_number_read_as_octal_or_base_60_is_refused(
 
 def test_numbers_that_read_as_they_look_still_load(tmp_path, toy_config, write_toy):
     """0, digits with underscores, hex, and quoted text are left alone."""
-    from genvdis.config import load_config
+    from genvdis.config.experiment import load_config
 
     lines = ("sizes: [10, 0x14]", "splits: 1_0", "seed: 0", "title: '010'")
     loaded = load_config(write_toy(tmp_path, toy_config(*lines)))
@@ -125,7 +125,7 @@ def test_a_second_merge_key_in_one_mapping_is_a_duplicate_key(tmp_path, toy_conf
     """`<<: {splits: 5}` then `<<: {splits: 7}`: PyYAML let the second win (7 splits, exit 0)
     where any other key given twice is refused. One merge, overridden by the mapping's own keys,
     and a list of merges, still load."""
-    from genvdis.config import load_config
+    from genvdis.config.experiment import load_config
 
     two = toy_config("sizes: [10]", "<<: {splits: 5}", "<<: {splits: 7}")
     message = assert_user_error(invoke("validate", str(write_toy(tmp_path, two))), "'<<'")
@@ -141,7 +141,7 @@ def test_a_second_merge_key_in_one_mapping_is_a_duplicate_key(tmp_path, toy_conf
 def test_a_key_two_merged_mappings_both_give_is_refused(tmp_path, toy_config, write_toy):
     """`<<: [{splits: 5}, {splits: 6}]`: YAML says the first wins; PyYAML let the second win
     (6 splits, exit 0), or the first when the two key strings happened to be one object."""
-    from genvdis.config import load_config
+    from genvdis.config.experiment import load_config
 
     both = toy_config("sizes: [10]", "<<: [{splits: 5}, {splits: 6, seed: 2}]")
     message = assert_user_error(invoke("validate", str(write_toy(tmp_path, both))), "'splits'")

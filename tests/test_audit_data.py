@@ -14,10 +14,10 @@ import yaml
 from typer.testing import CliRunner
 
 from genvdis.cli import app
-from genvdis.config import parse_config
-from genvdis.datasource import load_data
+from genvdis.config.experiment import parse_config
+from genvdis.data.preprocessing import PreparedData, prepare, read_numbers
+from genvdis.data.sources import load_data
 from genvdis.errors import UserError
-from genvdis.preprocessing import PreparedData, prepare, read_numbers
 
 
 def prepared(tmp_path: Path, csv: str, config: str, name: str = "data.csv") -> PreparedData:
@@ -392,8 +392,8 @@ def test_a_named_pipe_as_the_data_path_is_the_same_error_to_validate_and_run(tmp
 
 def test_a_data_path_that_cannot_be_looked_at_is_a_user_error(tmp_path, monkeypatch):
     """A folder on the way that cannot be searched (here faked: tests may run as root)."""
-    from genvdis.datasource import table_path
-    from genvdis.sections import FileDataset
+    from genvdis.config.sections import FileDataset
+    from genvdis.data.sources import table_path
 
     def denied(self, **_):
         raise PermissionError(13, "Permission denied")

@@ -1,4 +1,5 @@
-"""Audit of estimator entries (genvdis/estimators.py): what a run does with an estimator whose
+"""Audit of estimator entries (genvdis/models/estimators.py): what a run does with an estimator
+whose
 predictions, labels or failures are not what genvdis expects. Each test is a bug that once gave
 wrong numbers with exit code 0, run as a user runs it (the command line)."""
 

@@ -16,9 +16,12 @@ import pytest
 from typer.testing import CliRunner
 
 import genvdis
-from genvdis import fetch, results, runlock, sensitivity
+from genvdis.analysis import sensitivity
 from genvdis.cli import app
+from genvdis.data import fetch
 from genvdis.errors import UserError
+from genvdis.store import lock as runlock
+from genvdis.store import results
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +90,7 @@ def test_a_plot_stopped_while_it_writes_a_figure_leaves_the_earlier_one_whole(
 
     monkeypatch.setattr(backend_pdf.PdfFile, "writeXref", stopped)
     with pytest.raises(_Stopped):
-        genvdis.plotting.plot_folders([out])
+        genvdis.report.plotting.plot_folders([out])
     assert (out / "toy" / "toy.pdf").read_bytes() == before
     assert not [p.name for p in (out / "toy").iterdir() if p.name.endswith(".tmp")]
 
@@ -123,7 +126,7 @@ def test_a_rerun_committing_while_report_reads_errors_csv_is_not_passed_off(
     A rerun (another seed) that committed in between made the check hash the new file against
     the new manifest, so the earlier run's numbers were analysed as the folder's, exit 0. Now
     the bytes checked are the bytes read: refused in one line, saying to run it again."""
-    from genvdis import runfiles
+    from genvdis.store import runfiles
 
     out = tmp_path / "out"
     shutil.copytree(finished, out)
@@ -197,7 +200,7 @@ def test_a_rerun_committing_while_report_works_is_not_mixed_into_the_explorer(
     analysis. A rerun (another seed) that committed in between gave a page with one run's
     curves and the other's differences and verdict, exit 0. Now the page checks the analysis
     against the summary it draws for every run: refused in one line saying to analyse again."""
-    from genvdis import report
+    from genvdis.report import markdown as report
 
     out = tmp_path / "out"
     shutil.copytree(finished, out)

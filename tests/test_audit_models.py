@@ -19,7 +19,7 @@ from sklearn.discriminant_analysis import LinearDiscriminantAnalysis as SkLDA
 from sklearn.linear_model import LogisticRegression as SkLR
 
 import genvdis
-from genvdis.splits import draw_split
+from genvdis.experiment.splits import draw_split
 
 KINDS = "{g: continuous, h: continuous, k: continuous}"
 

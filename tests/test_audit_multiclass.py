@@ -14,11 +14,11 @@ from scipy.special import logsumexp
 from typer.testing import CliRunner
 
 import genvdis
-from genvdis import analysis as an
-from genvdis import results
+from genvdis.analysis import differences as an
 from genvdis.cli import app
-from genvdis.report import write_report
-from genvdis.splits import draw_split
+from genvdis.experiment.splits import draw_split
+from genvdis.report.markdown import write_report
+from genvdis.store import results
 from tests.clichecks import assert_user_error
 from tests.learningcurves import CROSSING, make_errors
 

@@ -17,9 +17,9 @@ import pytest
 from typer.testing import CliRunner
 
 import genvdis
-from genvdis import results
 from genvdis.cli import app
 from genvdis.errors import UserError
+from genvdis.store import results
 
 CONFIG = """\
 name: own
@@ -132,7 +132,7 @@ def test_the_stability_table_refuses_rows_an_unfinished_later_sweep_has_outdated
     variants/baseline holds seed 5's run while sensitivity.csv still holds seed 2's rows
     (written when a panel's sweep ends). The report's stability table used to show those rows
     with exit 0; now it names the row and the folder, and rerunning the sweep mends it."""
-    from genvdis import engine
+    from genvdis.experiment import engine
 
     sweep = ["sweep", "own.yaml", "--vary", "split=random", "--out", "out", "-q"]
     assert _cli(*sweep) == (0, "")

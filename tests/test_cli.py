@@ -20,8 +20,9 @@ from clichecks import assert_user_error
 from typer.testing import CliRunner
 
 import genvdis
-from genvdis import datasets, engine
 from genvdis.cli import app
+from genvdis.data import uci as datasets
+from genvdis.experiment import engine
 
 # The catalogue's good config: the shared toy config (toy.csv, "yes" positive), m = 10 and 20,
 # 4 splits in blocks of 2. Each bad case below changes it.

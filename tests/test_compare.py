@@ -13,9 +13,10 @@ from conftest import REPO
 from typer.testing import CliRunner
 
 import genvdis
-from genvdis import analysis, plotting
+from genvdis.analysis import differences as analysis
 from genvdis.cli import app
-from genvdis.config import parse_config
+from genvdis.config.experiment import parse_config
+from genvdis.report import plotting
 
 matplotlib.use("Agg")
 

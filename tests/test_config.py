@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from genvdis.config import load_config, parse_config
+from genvdis.config.experiment import load_config, parse_config
+from genvdis.config.sections import LDASpec, LogisticRegressionSpec, NaiveBayesSpec, SizeRange
 from genvdis.errors import UserError
-from genvdis.sections import LDASpec, LogisticRegressionSpec, NaiveBayesSpec, SizeRange
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -7,9 +7,10 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from genvdis import analysis as an
-from genvdis import fits, results, runfiles, shape
-from genvdis.report import write_report
+from genvdis.analysis import differences as an
+from genvdis.analysis import fits, shape
+from genvdis.report.markdown import write_report
+from genvdis.store import results, runfiles
 
 GRID = np.array([10, 15, 20, 30, 40, 60, 80, 100, 150, 200, 300, 400, 600], dtype=float)
 

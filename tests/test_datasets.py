@@ -21,14 +21,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from genvdis import datasets, splits
-from genvdis.config import load_config
-from genvdis.datasets import REGISTRY, RawData, load_registered
-from genvdis.datasource import load_data, load_file_dataset
+from genvdis.config.experiment import load_config
+from genvdis.config.sections import FileDataset
+from genvdis.data import uci as datasets
+from genvdis.data.fetch import RemoteFile
+from genvdis.data.preprocessing import prepare
+from genvdis.data.sources import load_data, load_file_dataset
+from genvdis.data.uci import REGISTRY, RawData, load_registered
 from genvdis.errors import UserError
-from genvdis.fetch import RemoteFile
-from genvdis.preprocessing import prepare
-from genvdis.sections import FileDataset
+from genvdis.experiment import splits
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIGS = REPO / "configs"
@@ -213,7 +214,7 @@ def test_missing_values_are_nan(mirror_env):
 
 # --- the registry: registry.txt --------------------------------------------------------------
 
-REGISTRY_TXT = REPO / "genvdis" / "registry.txt"
+REGISTRY_TXT = REPO / "genvdis" / "data" / "registry.txt"
 SHA_A, SHA_B = "a" * 64, "b" * 64
 
 

@@ -18,9 +18,9 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from genvdis import engine
 from genvdis.cli import app
-from genvdis.config import load_config
+from genvdis.config.experiment import load_config
+from genvdis.experiment import engine
 
 # (name, lines added to the shared toy config)
 PANELS = {
@@ -160,10 +160,10 @@ def test_every_compiled_function_names_its_own_floating_point_flags():
     import genvdis
 
     unnamed = []
-    for info in pkgutil.iter_modules(genvdis.__path__):
-        if info.name == "__main__":
+    for info in pkgutil.walk_packages(genvdis.__path__, "genvdis."):
+        if info.name == "genvdis.__main__":
             continue  # runs the command line
-        module = importlib.import_module(f"genvdis.{info.name}")
+        module = importlib.import_module(info.name)
         for name, value in vars(module).items():
             if isinstance(value, numba.core.registry.CPUDispatcher):
                 if value.__module__ != module.__name__:
@@ -181,10 +181,12 @@ def test_every_compiled_function_names_its_own_floating_point_flags():
 PROBE = """
 import hashlib, numpy as np
 from sklearn.datasets import load_breast_cancer
-from genvdis import hyperplanes, multiclass, newton, sampler
-from genvdis.layouts import Gathered
-from genvdis.models import LDA, NaiveBayes
-from genvdis.preprocessing import FeatureLayout
+from genvdis.models import multiclass
+from genvdis.models.logistic import _newton as newton
+from genvdis.models.logistic.separable import hyperplanes, sampler
+from genvdis.models.logistic._layouts import Gathered
+from genvdis.models.generative import LDA, NaiveBayes
+from genvdis.data.preprocessing import FeatureLayout
 X, y = load_breast_cancer(return_X_y=True)
 Z = (X - X.min(0)) / (X.max(0) - X.min(0))
 idx = np.stack([np.random.default_rng(s).choice(len(y), 200, replace=False) for s in range(4)])

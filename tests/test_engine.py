@@ -8,11 +8,11 @@ import pandas as pd
 import pytest
 from tables import mixed_data
 
-from genvdis.engine import Protocol, run_block
-from genvdis.models import LDA, LogisticRegression, NaiveBayes
-from genvdis.scoring import EncodedData
-from genvdis.splits import draw_block, draw_training_block
-from genvdis.streams import stream_keys
+from genvdis._runtime.streams import stream_keys
+from genvdis.experiment.engine import Protocol, run_block
+from genvdis.experiment.scoring import EncodedData
+from genvdis.experiment.splits import draw_block, draw_training_block
+from genvdis.models.generative import LDA, LogisticRegression, NaiveBayes
 
 
 @pytest.mark.parametrize("test", ["rest", 60])
@@ -107,8 +107,8 @@ def test_a_k_class_m_that_takes_a_whole_class_is_refused_naming_it(tmp_path):
 
 def test_validate_checks_the_grid_only_where_the_data_are_at_hand(tmp_path, monkeypatch):
     """A registered dataset that is not in the cache is not fetched by validate."""
-    from genvdis import engine
-    from genvdis.config import parse_config
+    from genvdis.config.experiment import parse_config
+    from genvdis.experiment import engine
 
     monkeypatch.setenv("GENVDIS_DATA", str(tmp_path / "empty"))
     monkeypatch.delenv("GENVDIS_MIRROR", raising=False)
@@ -139,7 +139,7 @@ def test_ctrl_c_stops_a_run_within_a_second_and_keeps_finished_blocks(tmp_path):
     import sys
     import time
 
-    from genvdis import results
+    from genvdis.store import results
 
     _classes_table(tmp_path / "data.csv", {"a": 2497, "b": 2497, "c": 2, "d": 2, "e": 2})
     (tmp_path / "k.yaml").write_text(
@@ -176,7 +176,8 @@ def test_the_sampler_runs_in_short_calls_with_the_same_draws(monkeypatch):
     """The sampler's chains (up to ~0.8 s a call on sonar's 250-split blocks) run in pieces
     of about planning.CALL_SECONDS, between which Ctrl-C is seen; each problem has its own
     stream, so the pieces give the very draws of one call."""
-    from genvdis import hyperplanes, planning, sampler
+    from genvdis.experiment import planning
+    from genvdis.models.logistic.separable import hyperplanes, sampler
 
     rng = np.random.default_rng(4)
     X = rng.normal(size=(12, 5))
@@ -199,7 +200,7 @@ def test_the_sampler_runs_in_short_calls_with_the_same_draws(monkeypatch):
 
 
 def test_in_short_calls_sizes_pieces_by_time_and_joins_them(monkeypatch):
-    from genvdis import planning
+    from genvdis.experiment import planning
 
     pieces = []
 
@@ -218,7 +219,7 @@ def test_in_short_calls_sizes_pieces_by_time_and_joins_them(monkeypatch):
 def test_scoring_in_pieces_of_splits_gives_the_same_errors(monkeypatch, test):
     """A block is scored in pieces of splits when it is large (a 1,000,000-row table's took
     10 s in one call, deaf to Ctrl-C): one split a piece here, the same rows as one call."""
-    from genvdis import engine, planning
+    from genvdis.experiment import engine, planning
 
     X, y, layout = mixed_data()
     data = EncodedData.encode(X, y, layout)

@@ -1,4 +1,4 @@
-"""Estimator entries (genvdis/estimators.py): the allow-list, the checks before any work, the
+"""Estimator entries (genvdis/models/estimators.py): the allow-list, the checks before any work, the
 per-split loop against a hand-written scikit-learn loop on the same splits, random_state
 derivation and warning counts."""
 
@@ -18,12 +18,16 @@ from sklearn.naive_bayes import CategoricalNB, GaussianNB
 from sklearn.svm import LinearSVC
 from typer.testing import CliRunner
 
-from genvdis import datasource, estimators, results, scoring, splits, streams
+from genvdis._runtime import streams
 from genvdis.cli import app
-from genvdis.config import parse_config
+from genvdis.config.experiment import parse_config
+from genvdis.config.sections import EstimatorSpec
+from genvdis.data import sources as datasource
+from genvdis.data.preprocessing import FeatureLayout, prepare
 from genvdis.errors import UserError
-from genvdis.preprocessing import FeatureLayout, prepare
-from genvdis.sections import EstimatorSpec
+from genvdis.experiment import scoring, splits
+from genvdis.models import estimators
+from genvdis.store import results
 
 # A package of the user's own, written to tmp_path: importing it leaves a mark, so a test can
 # tell whether anything was imported. `Noisy` warns twice on every split with an odd number of
@@ -122,7 +126,7 @@ def toy(toy_config, write_toy, tmp_path_factory):
     """toy.csv prepared as a run prepares it (2 continuous, 3 discrete attributes)."""
     folder = tmp_path_factory.mktemp("toy")
     path = write_toy(folder, toy_config("sizes: [10]"))
-    from genvdis.config import load_config
+    from genvdis.config.experiment import load_config
 
     config = load_config(path)
     data = prepare(datasource.load_data(config, base_dir=folder), config)

@@ -31,10 +31,11 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from genvdis import analysis as an
-from genvdis import explorer, results, runfiles
+from genvdis.analysis import differences as an
 from genvdis.cli import app
-from genvdis.report import write_report
+from genvdis.report import explorer
+from genvdis.report.markdown import write_report
+from genvdis.store import results, runfiles
 
 REPO = Path(__file__).resolve().parents[1]
 COMMITTED = REPO / "results"

@@ -1,4 +1,4 @@
-"""Downloads through genvdis.fetch and genvdis.datasets, against a loopback HTTP server or a
+"""Downloads through genvdis.data.fetch and genvdis.data.uci, against a loopback HTTP server or a
 local folder, each test with its own empty cache. Nothing here reaches the internet. Most
 mirrors serve the real lenses files (`uci_dir`: without them those tests are skipped)."""
 
@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from genvdis import datasets, fetch
+from genvdis.data import fetch
+from genvdis.data import uci as datasets
 from genvdis.errors import UserError
 
 LENSES = datasets.get_info("lenses").files[0]  # lenses/lenses.data, 408 bytes

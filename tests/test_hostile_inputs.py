@@ -26,11 +26,13 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from genvdis import fetch, models, scoring
 from genvdis.cli import app
-from genvdis.newton_solves import pseudo_inverse_steps
-from genvdis.preprocessing import FeatureLayout
-from genvdis.scoring import EncodedData, NonFiniteDecisions, count_errors
+from genvdis.data import fetch
+from genvdis.data.preprocessing import FeatureLayout
+from genvdis.experiment import scoring
+from genvdis.experiment.scoring import EncodedData, NonFiniteDecisions, count_errors
+from genvdis.models import generative as models
+from genvdis.models.logistic._solves import pseudo_inverse_steps
 
 N_ROWS = 40
 COLUMNS = ["a", "b", "c", "d", "y"]
@@ -709,8 +711,8 @@ from types import SimpleNamespace
 from genvdis import api, cli
 
 def run(*args, **kwargs):
-    logging.getLogger("genvdis.engine").warning("a genvdis warning")
-    logging.getLogger("genvdis.engine").info("a genvdis notice")
+    logging.getLogger("genvdis.experiment.engine").warning("a genvdis warning")
+    logging.getLogger("genvdis.experiment.engine").info("a genvdis notice")
     warnings.warn("a Python warning")
     return SimpleNamespace(path=Path("nowhere"))
 

@@ -17,13 +17,17 @@ import scipy.optimize
 import scipy.stats
 from scipy.optimize import linprog
 
-from genvdis import datasource, engine, hyperplanes, lp, portable, sampler, scoring, splits, streams
-from genvdis.config import load_config
-from genvdis.models import LogisticRegression, NaiveBayes, build_model
-from genvdis.preprocessing import FeatureLayout, prepare
-from genvdis.sections import TRAJECTORIES, LogisticRegressionSpec, NaiveBayesSpec
-from genvdis.softmax import constraint_rows
-from genvdis.streams import stream_keys
+from genvdis._runtime import portable, streams
+from genvdis._runtime.streams import stream_keys
+from genvdis.config.experiment import load_config
+from genvdis.config.sections import TRAJECTORIES, LogisticRegressionSpec, NaiveBayesSpec
+from genvdis.data import sources as datasource
+from genvdis.data.preprocessing import FeatureLayout, prepare
+from genvdis.experiment import engine, scoring, splits
+from genvdis.models.generative import LogisticRegression, NaiveBayes, build_model
+from genvdis.models.logistic.separable import _lp as lp
+from genvdis.models.logistic.separable import hyperplanes, sampler
+from genvdis.models.logistic.softmax import constraint_rows
 
 REPO = Path(__file__).resolve().parents[1]
 TOL = hyperplanes.MARGIN_TOL

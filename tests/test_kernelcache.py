@@ -18,7 +18,8 @@ import pytest
 from numba.core.dispatcher import Dispatcher
 
 import genvdis
-from genvdis import engine, kernelcache
+from genvdis._runtime import kernelcache
+from genvdis.experiment import engine
 
 CHECK = """
 import sys, numba
@@ -36,13 +37,13 @@ print(where)
 
 def _modules_with_kernels() -> set[str]:
     found = set()
-    for info in pkgutil.iter_modules(genvdis.__path__):
-        if info.name == "__main__":  # runs the CLI
+    for info in pkgutil.walk_packages(genvdis.__path__, "genvdis."):
+        if info.name == "genvdis.__main__":  # runs the CLI
             continue
-        module = importlib.import_module(f"genvdis.{info.name}")
+        module = importlib.import_module(info.name)
         for value in vars(module).values():
             if isinstance(value, Dispatcher) and value.py_func.__module__ == module.__name__:
-                found.add(info.name)
+                found.add(info.name.removeprefix("genvdis."))
     return found
 
 
@@ -65,7 +66,7 @@ def test_every_kernel_caches_in_the_stamped_folder_whatever_is_imported_first():
 
 
 def _cache_dir(package_parent: Path, env: dict[str, str]) -> str:
-    code = "import genvdis.streams, numba; print(numba.config.CACHE_DIR)"
+    code = "import genvdis._runtime.streams, numba; print(numba.config.CACHE_DIR)"
     env = {**env, "PYTHONPATH": str(package_parent)}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                           cwd=package_parent)  # fmt: skip
@@ -83,7 +84,8 @@ def test_a_changed_callee_module_gets_a_fresh_cache(tmp_path):
     before = _cache_dir(copy, env)
     assert before.startswith(str(copy / "genvdis" / "__pycache__" / kernelcache.PREFIX))
     assert _cache_dir(copy, env) == before  # unchanged sources: the same cache
-    with open(copy / "genvdis" / "newton_solves.py", "a", encoding="utf-8") as source:
+    solves = copy / "genvdis" / "models" / "logistic" / "_solves.py"
+    with open(solves, "a", encoding="utf-8") as source:
         source.write("\n# changed\n")
     after = _cache_dir(copy, env)
     assert after != before and Path(after).parent == Path(before).parent

@@ -17,11 +17,11 @@ from sklearn.discriminant_analysis import LinearDiscriminantAnalysis as SkLDA
 from sklearn.linear_model import LogisticRegression as SkLR
 from sklearn.naive_bayes import CategoricalNB
 
-from genvdis import hyperplanes, sampler
-from genvdis.config import parse_config
-from genvdis.models import LDA, BatchFit, LogisticRegression, NaiveBayes, build_model
-from genvdis.preprocessing import FeatureLayout
-from genvdis.streams import stream_keys
+from genvdis._runtime.streams import stream_keys
+from genvdis.config.experiment import parse_config
+from genvdis.data.preprocessing import FeatureLayout
+from genvdis.models.generative import LDA, BatchFit, LogisticRegression, NaiveBayes, build_model
+from genvdis.models.logistic.separable import hyperplanes, sampler
 
 LEVELS = (3, 4, 2)
 
@@ -389,8 +389,8 @@ def test_the_engine_builds_what_batches_share_once_a_run_to_the_same_fits(coding
     flags) are those of a block fitted with its own, built afresh."""
     import dataclasses
 
-    from genvdis.engine import Protocol, run_block
-    from genvdis.scoring import EncodedData
+    from genvdis.experiment.engine import Protocol, run_block
+    from genvdis.experiment.scoring import EncodedData
 
     rng = np.random.default_rng(21)
     levels = (5,) * 5 if coding == "sparse" else ()
@@ -416,10 +416,10 @@ def test_naive_bayes_one_hot_csr_is_built_once_a_run_to_the_same_errors(monkeypa
     block; every block's errors are those of a block given fresh data, binary and K-class."""
     import dataclasses
 
-    from genvdis import models
-    from genvdis.engine import Protocol, run_block
-    from genvdis.multiclass import MultiNaiveBayes
-    from genvdis.scoring import EncodedData
+    from genvdis.experiment.engine import Protocol, run_block
+    from genvdis.experiment.scoring import EncodedData
+    from genvdis.models import generative as models
+    from genvdis.models.multiclass import MultiNaiveBayes
 
     built = []
     real = models.dense_csr
@@ -630,7 +630,7 @@ def test_a_far_maximum_is_the_vanishing_ridge_fit():
 def test_naive_bayes_sums_refuse_a_label_outside_the_classes():
     """A binary model handed a third class (a K-class config's labels) must fail, not write
     past its arrays (it once aborted the process with corrupted memory)."""
-    from genvdis.models import class_sums
+    from genvdis.models.generative import class_sums
 
     Z = np.arange(12, dtype=float).reshape(6, 2)
     idx = np.array([[0, 1, 2, 3, 4, 5]])
@@ -647,7 +647,7 @@ def test_naive_bayes_sums_from_the_one_hot_nonzeros_are_the_same_bits():
     """Where the splits read more rows than the data has, the one-hot sums come from the
     data's nonzeros (CSR); they must equal the row-by-row pass bit for bit, continuous
     columns alongside."""
-    from genvdis import models
+    from genvdis.models import generative as models
 
     rng = np.random.default_rng(3)
     layout = FeatureLayout(2, (6, 5, 8))

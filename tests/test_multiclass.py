@@ -19,13 +19,16 @@ from sklearn.discriminant_analysis import LinearDiscriminantAnalysis as SkLDA
 from sklearn.linear_model import LogisticRegression as SkLR
 from sklearn.naive_bayes import CategoricalNB, GaussianNB
 
-from genvdis import hyperplanes, multiclass, softmax, softmax_cg, splits
+from genvdis.data.preprocessing import FeatureLayout
 from genvdis.errors import UserError
-from genvdis.logistic import standard_basis
-from genvdis.models import LDA, LogisticRegression, NaiveBayes
-from genvdis.multiclass import MultiLDA, MultiNaiveBayes, count_errors
-from genvdis.preprocessing import FeatureLayout
-from genvdis.softmax import (
+from genvdis.experiment import splits
+from genvdis.models import multiclass
+from genvdis.models.generative import LDA, LogisticRegression, NaiveBayes
+from genvdis.models.logistic import _softmax_cg as softmax_cg
+from genvdis.models.logistic import softmax
+from genvdis.models.logistic.binary import standard_basis
+from genvdis.models.logistic.separable import hyperplanes
+from genvdis.models.logistic.softmax import (
     MultiLogisticRegression,
     centred,
     certified,
@@ -35,6 +38,7 @@ from genvdis.softmax import (
     margins,
     newton_softmax,
 )
+from genvdis.models.multiclass import MultiLDA, MultiNaiveBayes, count_errors
 
 LEVELS = (3, 4, 2)
 

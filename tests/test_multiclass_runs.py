@@ -11,15 +11,15 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from genvdis import splits
 from genvdis.cli import app
-from genvdis.config import load_config, parse_config
-from genvdis.datasource import load_data
+from genvdis.config.experiment import load_config, parse_config
+from genvdis.config.sections import TargetSpec
+from genvdis.data.preprocessing import make_labels, prepare
+from genvdis.data.sources import load_data
 from genvdis.errors import UserError
-from genvdis.multiclass import MultiLDA, MultiNaiveBayes
-from genvdis.preprocessing import make_labels, prepare
-from genvdis.sections import TargetSpec
-from genvdis.softmax import MultiLogisticRegression
+from genvdis.experiment import splits
+from genvdis.models.logistic.softmax import MultiLogisticRegression
+from genvdis.models.multiclass import MultiLDA, MultiNaiveBayes
 
 CONFIG = """\
 name: three

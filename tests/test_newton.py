@@ -1,4 +1,5 @@
-"""The batched Newton solver (`genvdis.newton`) on its own: its two design layouts agree, its
+"""The batched Newton solver (`genvdis.models.logistic._newton`) on its own: its two design layouts
+agree, its
 fits are the likelihood's stationary points with the margin bound as defined, its stop rules
 mean what they say, and grouping problems changes no bit.
 
@@ -12,13 +13,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from genvdis import engine, layouts, logistic_kernels, newton_solves, sparsest_first, splits
-from genvdis.config import load_config
-from genvdis.layouts import Gathered, Sparse
-from genvdis.logistic import TINY_RIDGE
-from genvdis.models import build_model
-from genvdis.newton import newton_logistic
-from genvdis.preprocessing import prepare
+from genvdis.config.experiment import load_config
+from genvdis.data.preprocessing import prepare
+from genvdis.experiment import engine, splits
+from genvdis.models.generative import build_model
+from genvdis.models.logistic import _kernels as logistic_kernels
+from genvdis.models.logistic import _layouts as layouts
+from genvdis.models.logistic import _solves as newton_solves
+from genvdis.models.logistic import _sparsest_first as sparsest_first
+from genvdis.models.logistic._layouts import Gathered, Sparse
+from genvdis.models.logistic._newton import newton_logistic
+from genvdis.models.logistic.binary import TINY_RIDGE
 
 REPO = Path(__file__).resolve().parent.parent
 

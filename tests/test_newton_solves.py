@@ -1,4 +1,5 @@
-"""The d x d solves under Newton's method (`genvdis.newton_solves`): Newton's iterates, and so
+"""The d x d solves under Newton's method (`genvdis.models.logistic._solves`): Newton's iterates,
+and so
 every result file, are made of their bits, so the elimination must be exactly the textbook one
 with fused multiply-adds, and the panelled elimination of wide systems exactly the unblocked."""
 
@@ -9,7 +10,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from genvdis import newton_solves
+from genvdis.models.logistic import _solves as newton_solves
 
 
 def _minus_product(c: float, a: float, b: float) -> float:

@@ -23,8 +23,10 @@ from sklearn.datasets import load_breast_cancer
 from typer.testing import CliRunner
 
 import genvdis
-from genvdis import builtin, splits, starter
+from genvdis import starter
 from genvdis.cli import app
+from genvdis.config import builtin
+from genvdis.experiment import splits
 
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = sorted((REPO / "configs").glob("*.yaml"))
@@ -93,8 +95,9 @@ def test_the_wheel_ships_every_config_and_the_command(dist):
         entry_points = next(n for n in archive.namelist() if n.endswith("entry_points.txt"))
         assert "genvdis = genvdis.cli:app" in archive.read(entry_points).decode()
         assert "genvdis/api.py" in archive.namelist()
-        registry = REPO / "genvdis" / "registry.txt"  # the UCI files, read by genvdis.datasets
-        assert archive.read("genvdis/registry.txt") == registry.read_bytes()
+        # the UCI files, read by genvdis.data.uci
+        registry = REPO / "genvdis" / "data" / "registry.txt"
+        assert archive.read("genvdis/data/registry.txt") == registry.read_bytes()
         for path in [*EXAMPLES, TOY]:  # the worked examples, and the one table they read
             assert archive.read(f"genvdis/configs/examples/{path.name}") == path.read_bytes()
         assert not [n for n in archive.namelist() if n.endswith("make_toy_data.py")]

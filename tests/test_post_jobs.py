@@ -13,12 +13,13 @@ import yaml
 from learningcurves import results_folder
 from typer.testing import CliRunner
 
-from genvdis import pool, theory
 from genvdis.cli import app
+from genvdis.config.theory import load_theory_config
 from genvdis.errors import UserError
-from genvdis.plotting import plot_results
-from genvdis.report import write_report
-from genvdis.theoryconfig import load_theory_config
+from genvdis.experiment import _pool as pool
+from genvdis.experiment import theory
+from genvdis.report.markdown import write_report
+from genvdis.report.plotting import plot_results
 
 
 def _square_or_refuse(x: int) -> tuple[int, int]:

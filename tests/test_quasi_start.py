@@ -1,4 +1,5 @@
-"""Newton on one-hot training sets with pure levels: the start (`genvdis.quasi_start`), the
+"""Newton on one-hot training sets with pure levels: the start
+(`genvdis.models.logistic._quasi_start`), the
 ridge's stopping point of a pure level and which weights the start moves; the exponential
 creep (`newton._exponential_length`) and its Lambert solver; that the fit from the start,
 creeping so, is the same minimum as from 0 in fewer iterations; that separable sets are fitted
@@ -10,11 +11,13 @@ import numpy as np
 import pytest
 from scipy.sparse import csr_array
 
-from genvdis import logistic_kernels, newton, quasi_start
-from genvdis.layouts import Sparse
-from genvdis.logistic import TINY_RIDGE, LogisticRegression, _design, _Shared
-from genvdis.newton import newton_logistic
-from genvdis.preprocessing import FeatureLayout
+from genvdis.data.preprocessing import FeatureLayout
+from genvdis.models.logistic import _kernels as logistic_kernels
+from genvdis.models.logistic import _newton as newton
+from genvdis.models.logistic import _quasi_start as quasi_start
+from genvdis.models.logistic._layouts import Sparse
+from genvdis.models.logistic._newton import newton_logistic
+from genvdis.models.logistic.binary import TINY_RIDGE, LogisticRegression, _design, _Shared
 
 LAYOUT = FeatureLayout(n_continuous=0, levels=(3, 4, 2))  # drop_first: columns 0-1, 2-4, 5
 

@@ -7,9 +7,9 @@ import re
 import pytest
 from learningcurves import CROSSING, make_errors, results_folder, write_panel
 
-from genvdis import analysis as an
-from genvdis import report
-from genvdis.report import write_report
+from genvdis.analysis import differences as an
+from genvdis.report import markdown as report
+from genvdis.report.markdown import write_report
 
 
 @pytest.fixture
@@ -92,8 +92,9 @@ def test_what_plot_and_report_write_beside_the_runs_is_reserved(results):
     write, and the committed results/ hold no other top-level file."""
     from pathlib import Path
 
-    from genvdis import config, resultnames
-    from genvdis.plotting import plot_results
+    from genvdis.config import experiment as config
+    from genvdis.report.plotting import plot_results
+    from genvdis.store import names as resultnames
 
     plot_results(results)
     write_report(results, n_boot=20)

@@ -21,8 +21,9 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from genvdis import results, runlock
 from genvdis.cli import app
+from genvdis.store import lock as runlock
+from genvdis.store import results
 
 # toy.csv, 3 sizes x 20 blocks of 3 splits: a few seconds. At m = 12 every training set is
 # separable (14 columns), so resumed blocks must also replay the sampler.
@@ -33,7 +34,7 @@ FILES = ("errors.csv", "summary.csv", "config.yaml", "manifest.json")
 SAVED = "checkpoint saved"
 # `genvdis run ...` that prints SAVED after each checkpoint it saves
 ANNOUNCING = f"""\
-from genvdis import results
+from genvdis.store import results
 from genvdis.cli import app
 
 save = results.CheckpointStore.save

@@ -4,7 +4,7 @@ Faults are injected the way machines fail: two runs started into one folder, a k
 the renames of the final commit, checkpoints cut short, edited or replaced by garbage, a full
 disk, a dead parent process. Each ends either in bytes identical to an uninterrupted run's, or
 in one line on stderr and exit code 2, with what was finished kept. Work beyond the hard bounds
-(genvdis.planning) is refused at once, naming the bound and --force.
+(genvdis.experiment.planning) is refused at once, naming the bound and --force.
 
 All data is a small CSV written here (no UCI files), 2 sizes x 4 blocks of 3 splits.
 """
@@ -31,9 +31,12 @@ import pytest
 from typer.testing import CliRunner
 
 import genvdis
-from genvdis import backends, planning, results, runlock
 from genvdis.cli import app
-from genvdis.config import load_config
+from genvdis.config.experiment import load_config
+from genvdis.experiment import parallel as backends
+from genvdis.experiment import planning
+from genvdis.store import lock as runlock
+from genvdis.store import results
 
 CONFIG = """\
 name: own
@@ -54,7 +57,7 @@ REPO = Path(__file__).resolve().parents[1]
 HOOK = """\
 import os, sys, time
 from pathlib import Path
-from genvdis import results
+from genvdis.store import results
 
 fault, _, arg = os.environ.get("FAULT", "").partition(":")
 if fault == "kill-after":
@@ -656,7 +659,7 @@ def test_the_plan_is_lazy_and_counts_without_building():
 def test_a_long_run_says_what_it_will_cost_before_it_starts(caplog):
     plan = planning.plan_tasks([100, 1000], 100_000, None, 50, 20_000)
     work = planning.Workload(plan, 50, 20_000, ["naive_bayes", "logistic_regression"], jobs=2)
-    with caplog.at_level("INFO", logger="genvdis.planning"):
+    with caplog.at_level("INFO", logger="genvdis.experiment.planning"):
         planning.check(work, name="big")
     hours = work.cpu_seconds() / 3600
     assert planning.HUMAN < hours * 3600 < planning.MAX_CPU_HOURS * 3600
@@ -754,7 +757,7 @@ def test_compare_edited_in_config_yaml_is_still_the_run(setup, work):
 def test_the_committed_results_verify():
     """Every run under results/ (the paper's panels, their sweeps' variants, the examples and
     the theory runs) passes the readers' check, as committed."""
-    from genvdis import runfiles
+    from genvdis.store import runfiles
 
     runs = sorted(path.parent for path in (REPO / "results").rglob("summary.csv"))
     assert len(runs) > 100
@@ -770,7 +773,7 @@ def test_a_data_file_written_while_it_is_read_is_refused(tmp_path, monkeypatch):
     """The table was parsed, then hashed: a file rewritten in between gave a run with the old
     file's numbers under the new file's checksum, which a rerun on the new file found "up to
     date" (exit 0, old numbers). Now: one line, exit 2, no run; then a run of the new file."""
-    from genvdis import datasource
+    from genvdis.data import sources as datasource
 
     monkeypatch.chdir(tmp_path)
     config = _write_data(tmp_path)

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 from learningcurves import GRID, results_folder
 
-from genvdis import analysis as an
-from genvdis import runfiles
+from genvdis.analysis import differences as an
+from genvdis.store import runfiles
 
 
 @pytest.fixture

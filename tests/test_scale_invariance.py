@@ -20,12 +20,12 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_breast_cancer, load_wine
 
-from genvdis import splits
-from genvdis.logistic import LogisticRegression
-from genvdis.models import LDA, NaiveBayes
-from genvdis.multiclass import MultiLDA, MultiNaiveBayes
-from genvdis.preprocessing import FeatureLayout
-from genvdis.softmax import MultiLogisticRegression
+from genvdis.data.preprocessing import FeatureLayout
+from genvdis.experiment import splits
+from genvdis.models.generative import LDA, NaiveBayes
+from genvdis.models.logistic.binary import LogisticRegression
+from genvdis.models.logistic.softmax import MultiLogisticRegression
+from genvdis.models.multiclass import MultiLDA, MultiNaiveBayes
 
 # factors for every attribute at once, and one of a factor per attribute (see `_factors`)
 FACTORS = [1e-6, 1e6, 1e-150, 1e15, "mixed"]

@@ -7,9 +7,9 @@ import dataclasses
 import numpy as np
 from tables import mixed_data
 
-from genvdis import multiclass
-from genvdis.preprocessing import FeatureLayout
-from genvdis.scoring import EncodedData, count_errors
+from genvdis.data.preprocessing import FeatureLayout
+from genvdis.experiment.scoring import EncodedData, count_errors
+from genvdis.models import multiclass
 
 
 def test_count_errors_counts_per_split_and_model():

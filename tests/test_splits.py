@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from genvdis import splits
 from genvdis.errors import UserError
-from genvdis.splits import check_size, draw_block, draw_split
+from genvdis.experiment import splits
+from genvdis.experiment.splits import check_size, draw_block, draw_split
 
 PIMA_LIKE = np.array([0] * 500 + [1] * 268)  # pima's class sizes
 RARE = np.array([0] * 90 + [1] * 10)
@@ -134,10 +134,10 @@ def test_training_block_is_the_training_rows_of_each_split():
 def test_error_counts_without_a_test_mask_equal_the_masked_ones():
     """test: rest counts errors as all rows minus training rows; a fixed test set of every
     other row (n - m rows, the same split) counts them through a mask: same numbers."""
-    from genvdis.engine import Protocol, run_block
-    from genvdis.models import LogisticRegression, NaiveBayes
-    from genvdis.preprocessing import FeatureLayout
-    from genvdis.scoring import EncodedData
+    from genvdis.data.preprocessing import FeatureLayout
+    from genvdis.experiment.engine import Protocol, run_block
+    from genvdis.experiment.scoring import EncodedData
+    from genvdis.models.generative import LogisticRegression, NaiveBayes
 
     rng = np.random.default_rng(0)
     X = rng.uniform(size=(120, 3))

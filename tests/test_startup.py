@@ -16,15 +16,17 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from genvdis import backends, csvtext, results
 from genvdis.cli import app
-from genvdis.csvtext import csv_text
+from genvdis.experiment import parallel as backends
+from genvdis.store import _csv as csvtext
+from genvdis.store import results
+from genvdis.store._csv import csv_text
 
 # Heavy, and not needed before a run's first task (matplotlib: plot/report; sklearn: tests and
 # benchmarks; dask: --backend dask; scipy.stats: the theory runs; scipy.optimize: the rare LP;
 # joblib: runs on workers, not --jobs 1; pooch: downloads, not a cache hit; scipy.linalg's
 # and scipy.special's packages: the kernels need only BLAS's module and the summary only
-# stdtrit's, genvdis.extensions).
+# stdtrit's, genvdis._runtime.extensions).
 HEAVY = ["scipy.stats", "scipy.optimize", "matplotlib", "sklearn", "dask", "distributed"]
 HEAVY += ["joblib", "pooch", "scipy.linalg", "scipy.special"]
 
@@ -40,7 +42,7 @@ def _loaded_after(code: str, cwd=None) -> list[str]:
 
 
 def test_importing_the_cli_and_the_engine_loads_nothing_heavy():
-    assert _loaded_after("import genvdis.cli, genvdis.engine, genvdis.api") == []
+    assert _loaded_after("import genvdis.cli, genvdis.experiment.engine, genvdis.api") == []
 
 
 def test_a_whole_run_loads_neither_scipy_stats_nor_plotting_nor_sklearn(
@@ -60,11 +62,12 @@ def test_a_whole_run_loads_neither_scipy_stats_nor_plotting_nor_sklearn(
 
 
 def test_the_separability_lp_runs_without_importing_scipy_optimize():
-    """The LP's HiGHS bindings are loaded from their file (genvdis.lp), not through
+    """The LP's HiGHS bindings are loaded from their file (genvdis.models.logistic.separable._lp),
+    not through
     scipy.optimize's package (~0.2 s a process); the solution is linprog's, bit for bit, and
     scipy.optimize imported afterwards works with the same bindings."""
     code = (
-        "import numpy as np\nfrom genvdis import lp\n"
+        "import numpy as np\nfrom genvdis.models.logistic.separable import _lp as lp\n"
         "A = np.array([[1.0, 0.5, 1.0], [-0.5, 1.0, 1.0], [0.2, -1.0, -1.0]])\n"
         "x, _ = lp.solve(A)\nassert lp._highs_core() is not None\nimport sys\n"
         "assert 'scipy.optimize' not in sys.modules\n"
@@ -76,10 +79,11 @@ def test_the_separability_lp_runs_without_importing_scipy_optimize():
 
 def test_the_kernels_blas_comes_without_scipy_linalg_and_the_package_still_imports():
     """numba's compiled np.dot finds BLAS in scipy.linalg.cython_blas, loaded from its file by
-    genvdis.extensions (tuning.one_thread) without the package; importing scipy.linalg
+    genvdis._runtime.extensions (tuning.one_thread) without the package; importing scipy.linalg
     afterwards gives the same module, and its functions work."""
     code = (
-        "import numpy as np, sys\nfrom genvdis import tuning, scoring\n"
+        "import numpy as np, sys\nfrom genvdis._runtime import tuning\n"
+        "from genvdis.experiment import scoring\n"
         "with tuning.one_thread():\n"
         "    blas = sys.modules['scipy.linalg.cython_blas']\n"
         "    assert 'scipy.linalg' not in sys.modules\n"
@@ -95,11 +99,11 @@ def test_the_kernels_blas_comes_without_scipy_linalg_and_the_package_still_impor
 
 def test_the_t_quantile_is_scipy_stats_without_scipy_special_and_the_package_still_imports():
     """The summary's t quantile comes from stdtrit's module loaded beside scipy.special
-    (genvdis.extensions.load_beside), not through the package's __init__: the same bits as
+    (genvdis._runtime.extensions.load_beside), not through the package's __init__: the same bits as
     scipy.stats.t.ppf; afterwards scipy.special imports whole, with the same stdtrit, and its
     other functions work."""
     code = (
-        "import numpy as np, sys\nfrom genvdis import results\n"
+        "import numpy as np, sys\nfrom genvdis.store import results\n"
         "dof = np.arange(1, 3001)\nq = results.t_quantile(0.975, dof)\n"
         "assert 'scipy.special' not in sys.modules\n"
         "assert 'scipy.special._ufuncs' in sys.modules\n"
@@ -131,7 +135,7 @@ def test_load_beside_loads_a_module_and_its_siblings_without_the_package_s_init(
     _package(tmp_path, "beside_needs", init, needs_init)
     code = (
         f"import sys\nsys.path.insert(0, {str(tmp_path)!r})\n"
-        "from genvdis import extensions\n"
+        "from genvdis._runtime import extensions\n"
         "core = extensions.load_beside('beside_ok._core')\n"
         "assert core.value == 42 and 'beside_ok' not in sys.modules\n"
         "assert 'beside_ok._helper' in sys.modules\n"
@@ -150,7 +154,7 @@ def test_threads_importing_scipy_special_during_the_load_beside_get_the_real_pac
     initialising and its import lock held: a thread importing scipy.special meanwhile waits,
     then gets the real package, never the stand-in."""
     code = (
-        "import threading, sys\nfrom genvdis import results\n"
+        "import threading, sys\nfrom genvdis.store import results\n"
         "seen, errors = [], []\n"
         "def quantile():\n"
         "    try:\n        seen.append(float(results.t_quantile(0.975, 9)))\n"
@@ -174,7 +178,8 @@ def test_every_blas_the_kernels_call_runs_on_one_thread(tmp_path, write_toy, toy
     run = ["run", str(config), "--splits", "3", "--out", str(tmp_path / "out"), "-q"]
     code = f"""import json, sys
 from threadpoolctl import threadpool_info
-from genvdis import cli, engine
+from genvdis import cli
+from genvdis.experiment import engine
 real, seen = engine.run_block, []
 def spy(*args):
     frame = real(*args)
@@ -307,7 +312,7 @@ def test_a_short_run_with_two_jobs_says_so_and_gives_the_same_bytes(
 
 def test_a_report_loads_no_matplotlib(tmp_path):
     """`genvdis report` draws nothing: its explorer takes the line colours from
-    genvdis.linestyles, so matplotlib (about a second of start-up) is never imported."""
+    genvdis.report.styles, so matplotlib (about a second of start-up) is never imported."""
     from learningcurves import results_folder
 
     folder = results_folder(tmp_path / "results")
@@ -321,7 +326,7 @@ def test_a_report_loads_no_matplotlib(tmp_path):
 def test_the_explorers_palette_is_matplotlibs():
     from matplotlib import colors
 
-    from genvdis.linestyles import STYLES, TABLEAU
+    from genvdis.report.styles import STYLES, TABLEAU
 
     assert TABLEAU == colors.TABLEAU_COLORS
     assert {style["color"] for style in STYLES.values()} <= set(TABLEAU)

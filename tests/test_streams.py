@@ -9,7 +9,7 @@ import numba
 import numpy as np
 from scipy import stats
 
-from genvdis import streams
+from genvdis._runtime import streams
 
 
 @numba.njit

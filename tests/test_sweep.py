@@ -12,10 +12,12 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from genvdis import results, runfiles, sensitivity, variants
+from genvdis.analysis import sensitivity
 from genvdis.cli import app
+from genvdis.config import variants
 from genvdis.errors import UserError
-from genvdis.report import write_report
+from genvdis.report.markdown import write_report
+from genvdis.store import results, runfiles
 
 # toy.csv (300 rows: 3 continuous, 2 discrete attributes, nothing missing): a quick grid
 GRID = ("sizes: [12, 40, 150]", "splits: 6", "block_size: 3")
@@ -251,7 +253,8 @@ def test_a_variant_detected_as_the_baseline_would_give_the_baselines_numbers(
     tmp_path, toy_config, write_toy, lines, vary
 ):
     """The detection is checked against the truth: both configs run for real."""
-    from genvdis import api, sweeps
+    from genvdis import api
+    from genvdis.experiment import sweeps
 
     config = api.load_config(write_toy(tmp_path, toy_config(*GRID, *lines), "toy.yaml"))
     given = sweeps.given_variants([vary], None)
@@ -262,7 +265,8 @@ def test_a_variant_detected_as_the_baseline_would_give_the_baselines_numbers(
 
 
 def test_a_variant_that_matters_is_not_taken_for_the_baseline(toy):
-    from genvdis import api, sweeps
+    from genvdis import api
+    from genvdis.experiment import sweeps
 
     config = api.load_config(toy)
     block = [{"laplace": 2}, {"continuous": "discretize"}, {"split": "random"},
@@ -426,7 +430,8 @@ def test_the_api_sweep_returns_the_rows_it_wrote(toy, tmp_path):
 
 def test_every_panel_takes_every_variant_of_the_committed_sweep():
     """`make sweep` cannot stop half-way on a variant a panel refuses (data aside)."""
-    from genvdis import api, builtin
+    from genvdis import api
+    from genvdis.config import builtin
 
     committed = variants.read_block_file(Path(__file__).parents[1] / "configs/sweeps/figure1.yaml")
     assert len(committed) == 17
@@ -489,7 +494,8 @@ def test_every_source_of_variants_is_bounded_and_force_goes_on(toy, tmp_path, mo
 def test_a_grid_prepares_each_data_setting_once(toy, tmp_path, monkeypatch):
     """Before: every variant prepared the data again (~30 ms each: 1000 variants of seed x
     laplace planned in 29 s, now in 1 s); the designs and 'same as' are unchanged."""
-    from genvdis import api, sweeps
+    from genvdis import api
+    from genvdis.experiment import sweeps
 
     calls = []
     real = sweeps.prepare

@@ -13,9 +13,10 @@ import yaml
 from scipy import stats
 from typer.testing import CliRunner
 
-from genvdis import synthetic, theory
 from genvdis.cli import app
-from genvdis.sections import SyntheticDataset
+from genvdis.config.sections import SyntheticDataset
+from genvdis.data import synthetic
+from genvdis.experiment import theory
 
 
 def _class_frames(spec: SyntheticDataset) -> tuple[np.ndarray, np.ndarray]:
@@ -229,7 +230,7 @@ def test_theory_cli_bad_config_exits_2(tmp_path):
 def test_a_categorical_column_is_coded_as_its_text_would_be():
     """`prepare`'s shortcut for categorical columns (synthetic binary data): the same codes and
     levels as the column's values written out as text, unused and unsorted levels included."""
-    from genvdis.preprocessing import _level_codes
+    from genvdis.data.preprocessing import _level_codes
 
     rng = np.random.default_rng(0)
     values = rng.choice(["b", "a", "c", "10", "9"], size=500)

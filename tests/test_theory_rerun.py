@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from genvdis import engine, plotting, theory
+from genvdis.config.theory import parse_theory_config
 from genvdis.errors import UserError
-from genvdis.theoryconfig import parse_theory_config
+from genvdis.experiment import engine, theory
+from genvdis.report import plotting
 
 CONFIG = {
     "name": "mini",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from genvdis import theoryconfig
+from genvdis.config import theory as theoryconfig
 from genvdis.errors import UserError
 
 BASE = {"name": "t", "kind": "binary", "n": [5], "effect": 0.3, "m": [10, 20], "epsilon": [0.01]}

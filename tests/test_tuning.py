@@ -36,7 +36,7 @@ def _mallopt_calls(code: str) -> list[list[int]]:
 
 
 def test_importing_the_engine_and_the_api_leaves_the_allocator_alone():
-    assert _mallopt_calls("import genvdis.engine, genvdis.api, genvdis.cli") == []
+    assert _mallopt_calls("import genvdis.experiment.engine, genvdis.api, genvdis.cli") == []
 
 
 def test_a_run_tunes_its_process_once(tmp_path, write_toy, toy_config):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from genvdis.datasets import REGISTRY
+from genvdis.data.uci import REGISTRY
 
 CONFTEST = Path(__file__).with_name("conftest.py")
 INNER_TESTS = """\

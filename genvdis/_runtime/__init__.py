@@ -1,0 +1,1 @@
+"""Process-level machinery: compiled-kernel cache, jit, BLAS tuning, random streams, progress."""

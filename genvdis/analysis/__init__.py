@@ -1,0 +1,1 @@
+"""Statistics over stored errors: paired differences, crossovers, fits, shapes, sensitivity."""

@@ -1,0 +1,372 @@
+"""The sections of a config, each a strict pydantic model: where the data come from, how its
+labels become classes, the preprocessing, the models (built-in or estimator entries) and the
+grid of training-set sizes. `genvdis.config.experiment` puts them together into the configs users
+write
+(and is where they are imported from); this module holds no file I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+import numpy as np
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
+
+# Seeds are hashed as signed 64-bit integers (genvdis._runtime.streams).
+MAX_SEED = 2**63 - 1
+Seed = Annotated[int, Field(ge=0, le=MAX_SEED)]
+
+
+def dump_without_unset(model: BaseModel, handler: Any, *keys: str) -> dict[str, Any]:
+    """A section's dump without the newer optional `keys` left unset: a config that does not
+    use them is written as before they existed, so its resolved config, fingerprint and
+    results stay byte-identical (for `model_serializer(mode="wrap")`)."""
+    data = handler(model)
+    for key in keys:
+        if getattr(model, key) is None:
+            data.pop(key, None)
+    return data
+
+
+class StrictModel(BaseModel):
+    """Every config section: unknown keys are errors, values are frozen once validated, and
+    types are strict (`splits: true` is not 1, `seed: 2.0` is not 2)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+# --- dataset sources -------------------------------------------------------------------------
+
+
+class FileDataset(StrictModel):
+    """A user's own table: a local CSV/TSV file, or a URL pinned by its sha256."""
+
+    path: str | None = None
+    url: str | None = None
+    sha256: str | None = Field(default=None, pattern=r"^[0-9a-fA-F]{64}$")
+    target: str = Field(description="name (or 0-based index, if header is false) of the label")
+    sep: str | None = Field(default=None, description="default: ',' or tab by file extension")
+    header: bool = True
+    kinds: dict[str, Literal["continuous", "discrete"]] = Field(default_factory=dict)
+    missing_values: list[str] = Field(default_factory=lambda: ["?", "", "NA", "nan"])
+
+    @model_validator(mode="after")
+    def _one_source(self) -> FileDataset:
+        if (self.path is None) == (self.url is None):
+            raise ValueError("give exactly one of 'path' or 'url'")
+        if self.url is not None and self.sha256 is None:
+            raise ValueError("a 'url' needs its 'sha256'")
+        return self
+
+
+class SyntheticDataset(StrictModel):
+    """Data drawn from a known distribution, so each model's asymptotic error is known
+    (see genvdis/data/synthetic.py and docs/theory.md)."""
+
+    kind: Literal["binary", "gaussian"]
+    n_features: int = Field(ge=1)
+    informative: float = Field(default=0.5, gt=0, le=1, description="fraction of features")
+    n_rows: int = Field(default=20000, ge=10)
+    effect: float = Field(
+        default=0.5, gt=0, description="binary: p1 - p0 (< 1); gaussian: mean gap in sd units"
+    )
+    seed: Seed = 0
+
+    @model_validator(mode="after")
+    def _binary_effect(self) -> SyntheticDataset:
+        if self.kind == "binary" and self.effect >= 1:
+            raise ValueError("a binary effect is p1 - p0 and must be < 1")
+        return self
+
+
+class SyntheticSource(StrictModel):
+    synthetic: SyntheticDataset
+
+
+class SklearnSource(StrictModel):
+    """One of scikit-learn's bundled datasets, `sklearn.datasets.<load_*>()`: no download
+    (checked in `ExperimentConfig`, so the error names `dataset`)."""
+
+    sklearn: str
+
+
+def bundled_loader(name: str) -> str:
+    """A `dataset: {sklearn: ...}` name: a bundled loader (load_*), never a download."""
+    if name.startswith("fetch_"):
+        raise ValueError(
+            f"sklearn.datasets.{name} downloads from the network; only scikit-learn's bundled "
+            "datasets (load_*, e.g. load_breast_cancer) need none: for others download the "
+            "file and give its path"
+        )
+    if not re.fullmatch(r"load_[a-z0-9_]+", name):
+        raise ValueError(
+            f"'{name}' is not a sklearn.datasets loader: give a load_* function's name, e.g. "
+            "load_breast_cancer"
+        )
+    return name
+
+
+def _dataset_kind(value: Any) -> str:
+    """Which source a `dataset` value is: a name, `synthetic:` or `sklearn:` by its key, else
+    a file. An error then names a field of that source (`dataset.sha256` for a url without
+    it), never a key of another source the YAML does not have (`dataset.synthetic`)."""
+    if isinstance(value, dict):
+        return next((key for key in ("synthetic", "sklearn") if key in value), "file")
+    kinds = {FileDataset: "file", SyntheticSource: "synthetic", SklearnSource: "sklearn"}
+    return kinds.get(type(value), "name")
+
+
+DatasetSpec = Annotated[
+    Annotated[str, Tag("name")]
+    | Annotated[FileDataset, Tag("file")]
+    | Annotated[SyntheticSource, Tag("synthetic")]
+    | Annotated[SklearnSource, Tag("sklearn")],
+    Discriminator(_dataset_kind),
+]
+
+
+# --- target, preprocessing ------------------------------------------------------------------
+
+
+class Threshold(StrictModel):
+    op: Literal[">", ">=", "<", "<="] = ">"
+    value: float | Literal["median", "mean"] = "median"
+
+
+class TargetSpec(StrictModel):
+    """How the dataset's labels become the two classes (positive = 1, negative = 0), or with
+    `classes` K classes coded 0..K-1 (`preprocessing.make_labels` says in which order)."""
+
+    column: str | None = None
+    positive: list[str] | None = None
+    negative: list[str] | None = None
+    threshold: Threshold | None = None
+    classes: Literal["all"] | list[list[str]] | None = None
+
+    @field_validator("positive", "negative", mode="before")
+    @classmethod
+    def _as_strings(cls, value: Any) -> Any:
+        if value is None:
+            return None
+        if not isinstance(value, list):
+            value = [value]
+        if not value:
+            raise ValueError("give at least one label")
+        return [str(v) for v in value]
+
+    @field_validator("classes", mode="before")
+    @classmethod
+    def _as_groups(cls, value: Any) -> Any:
+        """A list of class groups, each a label or a list of labels (compared as text)."""
+        if not isinstance(value, list):
+            return value
+        groups = [[str(v) for v in g] if isinstance(g, list) else [str(g)] for g in value]
+        if len(groups) < 2 or not all(groups):
+            raise ValueError("'classes' lists at least two classes, each at least one label")
+        labels = [label for group in groups for label in group]
+        twice = sorted({label for label in labels if labels.count(label) > 1})
+        if twice:
+            raise ValueError(f"label '{twice[0]}' is in more than one class")
+        # a class is named by its labels joined by '+' (config.yaml's class_counts)
+        names = ["+".join(group) for group in groups]
+        same = [name for name in names if names.count(name) > 1]
+        if same:
+            raise ValueError(
+                f"two classes would both be named '{same[0]}' (a group's labels joined by "
+                "'+'); relabel one of them in the data"
+            )
+        return groups
+
+    @model_validator(mode="after")
+    def _one_rule(self) -> TargetSpec:
+        rules = [self.positive, self.threshold, self.classes]
+        if sum(rule is not None for rule in rules) != 1:
+            raise ValueError("give exactly one of 'positive' (labels), 'threshold' or 'classes'")
+        if self.negative is not None and self.positive is None:
+            raise ValueError("'negative' goes with 'positive', not with 'threshold' or 'classes'")
+        if self.positive and self.negative and set(self.positive) & set(self.negative):
+            raise ValueError("a label cannot be both positive and negative")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _binary_as_before(self, handler: Any) -> dict[str, Any]:
+        return dump_without_unset(self, handler, "classes")
+
+
+class Preprocessing(StrictModel):
+    continuous: Literal["rescale", "discretize", "none"] = "rescale"
+    bins: int = Field(default=5, ge=2, le=100)
+    strategy: Literal["quantile", "uniform"] = "quantile"
+    # which level of each discrete attribute reference-coded models (logistic regression, LDA)
+    # drop: the uniform law on separating hyperplanes depends on it (docs/separable.md)
+    encoding: Literal["drop_first", "drop_last", "full"] = "drop_first"
+
+    def unused(self) -> list[str]:
+        """`bins` and `strategy` set away from their default without `continuous: discretize`,
+        the one setting that reads them, each as '<key>: <why>'."""
+        if self.continuous == "discretize":
+            return []
+        return [
+            f"{key}: {getattr(self, key)} acts only under continuous: discretize"
+            for key in ("bins", "strategy")
+            if getattr(self, key) != type(self).model_fields[key].default
+        ]
+
+
+# --- models ----------------------------------------------------------------------------------
+
+
+class NaiveBayesSpec(StrictModel):
+    name: Literal["naive_bayes"] = "naive_bayes"
+    laplace: float = Field(default=1.0, gt=0)
+    var_smoothing: float = Field(default=1e-9, ge=0)
+
+
+# Trajectories per random separating hyperplane, the default of `mcmc_iterations`:
+# benchmarks/sampler_mixing.py finds no bias at 3 standard errors on a hard training set of any
+# separable panel from 20 on (sonar at m = 155: 15 at 3, 4.7 at 10); 30 leaves a margin
+# (docs/separable.md).
+TRAJECTORIES = 30
+
+
+class LogisticRegressionSpec(StrictModel):
+    name: Literal["logistic_regression"] = "logistic_regression"
+    separable: Literal["sample", "max_margin", "ridge"] = "sample"
+    C: float = Field(default=1.0, gt=0, description="inverse L2 strength for separable: ridge")
+    mcmc_iterations: int = Field(
+        default=TRAJECTORIES, ge=1, description="exact-HMC trajectories per separating hyperplane"
+    )
+    max_iter: int = Field(default=100, ge=1)
+    tol: float = Field(default=1e-8, gt=0)
+
+    def unused(self) -> list[str]:
+        """Parameters set away from their default that this model's `separable` rule never
+        reads (C: ridge only; mcmc_iterations: sample only), each as '<key>: <why>'."""
+        acts = {"C": "ridge", "mcmc_iterations": "sample"}
+        return [
+            f"{key}: {getattr(self, key)} acts only under separable: {rule}, not {self.separable}"
+            for key, rule in acts.items()
+            if self.separable != rule and getattr(self, key) != type(self).model_fields[key].default
+        ]
+
+
+class LDASpec(StrictModel):
+    name: Literal["lda"] = "lda"
+    epsilon: float = Field(default=1e-4, ge=0)
+
+
+BUILTIN_MODELS = ("naive_bayes", "logistic_regression", "lda")
+# A dotted import path (module.Class); which ones may be imported is genvdis/models/estimators.py's
+# allow-list, checked before anything is imported.
+IMPORT_PATH = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$"
+MODEL_NAME = r"^[A-Za-z][A-Za-z0-9_.-]*$"
+
+
+class EstimatorSpec(StrictModel):
+    """Any classifier with fit/predict, named by import path (genvdis/models/estimators.py): fitted
+    and scored per split on the same rows as the built-in models. `name` labels its rows."""
+
+    name: str = Field(pattern=MODEL_NAME, max_length=50)
+    estimator: str = Field(pattern=IMPORT_PATH, max_length=200)
+    params: dict[str, Any] = Field(default_factory=dict)
+    encoding: Literal["onehot", "ordinal"] = "onehot"
+
+    @field_validator("name", mode="after")
+    @classmethod
+    def _not_builtin(cls, name: str) -> str:
+        if name in BUILTIN_MODELS:
+            raise ValueError(f"'{name}' is a built-in model's name; call the estimator otherwise")
+        return name
+
+    @field_validator("params", mode="after")
+    @classmethod
+    def _seeded(cls, params: dict[str, Any]) -> dict[str, Any]:
+        seed = params.get("random_state")
+        if "random_state" in params and (not isinstance(seed, int) or isinstance(seed, bool)):
+            raise ValueError(
+                "random_state must be an integer, or left out (genvdis then derives one per "
+                "split); anything else would make the results irreproducible"
+            )
+        return params
+
+
+class UnknownModel(StrictModel):
+    """A `models` entry that is neither a built-in model nor an estimator: always an error,
+    one that names the entry."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse(cls, entry: Any) -> Any:
+        name = entry.get("name") if isinstance(entry, dict) else entry
+        what = f"'{name}' is not a built-in model" if name else "no model named"
+        raise ValueError(
+            f"{what} (naive_bayes, logistic_regression, lda); an estimator entry is "
+            "{name: ..., estimator: <import path>}"
+        )
+
+
+def _model_kind(entry: Any) -> str:
+    """Which schema a `models` entry follows: an estimator's if it names one, else its name's."""
+    if isinstance(entry, EstimatorSpec) or (isinstance(entry, dict) and "estimator" in entry):
+        return "estimator"
+    name = entry.get("name") if isinstance(entry, dict) else getattr(entry, "name", None)
+    return name if name in BUILTIN_MODELS else "unknown"
+
+
+ModelSpec = Annotated[
+    Annotated[NaiveBayesSpec, Tag("naive_bayes")]
+    | Annotated[LogisticRegressionSpec, Tag("logistic_regression")]
+    | Annotated[LDASpec, Tag("lda")]
+    | Annotated[EstimatorSpec, Tag("estimator")]
+    | Annotated[UnknownModel, Tag("unknown")],
+    Discriminator(_model_kind),
+]
+
+
+def _names_to_dicts(value: Any) -> Any:
+    """`models: [naive_bayes, ...]` is shorthand for `[{name: naive_bayes}, ...]`."""
+    if isinstance(value, list):
+        return [{"name": v} if isinstance(v, str) else v for v in value]
+    return value
+
+
+def _unique_models(value: list) -> list:
+    names = [m.name for m in value]
+    if len(set(names)) != len(names):
+        raise ValueError(f"each model may appear once, got {names}")
+    return value
+
+
+ModelList = Annotated[
+    list[ModelSpec], BeforeValidator(_names_to_dicts), AfterValidator(_unique_models)
+]
+
+
+# --- sizes -----------------------------------------------------------------------------------
+
+
+class SizeRange(StrictModel):
+    start: int = Field(ge=2)
+    stop: int = Field(ge=2)
+    num: int = Field(ge=1, le=200)
+    spacing: Literal["log", "linear"] = "log"
+
+    def values(self) -> list[int]:
+        if self.stop < self.start:
+            raise ValueError("'stop' must be >= 'start'")
+        if self.num == 1 and self.stop != self.start:  # the range would be 'start' alone
+            raise ValueError("'num: 1' gives 'start' alone, not 'stop': give num >= 2")
+        space = np.geomspace if self.spacing == "log" else np.linspace
+        return sorted({int(round(v)) for v in space(self.start, self.stop, self.num)})

@@ -1,0 +1,2 @@
+"""Data sources: the UCI registry, local files, URLs, scikit-learn tables; fetching,
+preprocessing."""

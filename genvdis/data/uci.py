@@ -1,0 +1,352 @@
+"""The dataset registry and the parsers that read the UCI originals as they are.
+
+A registered dataset is its files, a parser that turns them into one table, each attribute's
+kind and its label column. The files are lines of registry.txt, beside this module, each path
+written once: checksums are data, so they sit in one table (as in pooch's registries) that
+reads like a mirror's MANIFEST.tsv, away from the parsers. pooch's own `Pooch.load_registry`
+does not read it: its `path sha256 [url]` lines have no room for the file's dataset and role,
+its size (downloads stop at `fetch.SIZE_FACTOR` times it) or several addresses (pima and
+housing, which UCI withdrew), so `_read_registry` reads the same lines with those added.
+Adding a dataset is its lines there, a `_registered` entry below and, if its format is new, a
+ten-line parser. Users' own files (a local CSV/TSV, or a URL pinned by sha256) and
+scikit-learn's bundled tables are read in `datasource`.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import pandas as pd
+
+from genvdis.data.fetch import RemoteFile, fetch_file
+from genvdis.errors import UserError
+
+MISSING = ["?"]
+UCI_LICENCE = "CC BY 4.0"
+UCI_CITATION = (
+    "Dua, D. and Graff, C. (2019). UCI Machine Learning Repository. "
+    "Irvine, CA: University of California, School of Information and Computer Science."
+)
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """A registered dataset: where its bytes come from and how to read them."""
+
+    name: str
+    description: str
+    files: tuple[RemoteFile, ...]
+    parser: Callable[[list[Path]], pd.DataFrame]
+    attributes: dict[str, str]
+    target: str
+    docs: tuple[RemoteFile, ...] = ()
+    licence: str = UCI_LICENCE
+
+
+@dataclass
+class RawData:
+    """A dataset as read: one table, each attribute's kind, the label column, provenance."""
+
+    frame: pd.DataFrame
+    attributes: dict[str, str]
+    target: str
+    checksums: dict[str, str] = field(default_factory=dict)
+    source: str = ""
+    # attributes whose kind could not be inferred (a few text cells among many numbers,
+    # numbers with a decimal comma), each with the error that refuses it if a config uses it
+    # (datasource.infer_kind)
+    doubtful: dict[str, str] = field(default_factory=dict)
+
+
+# --- parsers: each reads the archive files exactly as the archive serves them ---------------
+
+
+def _read_csv(path: Path, names: list[str], **options: object) -> pd.DataFrame:
+    frame = pd.read_csv(
+        path,
+        header=None,
+        names=names,
+        na_values=MISSING,
+        keep_default_na=False,
+        skipinitialspace=True,
+        dtype=str,
+        **options,
+    )
+    return frame.apply(lambda column: column.str.strip())
+
+
+def _csv_parser(names: list[str], **options: object) -> Callable[[list[Path]], pd.DataFrame]:
+    """A parser for datasets whose files are plain CSV, read and stacked in order."""
+
+    def parse(paths: list[Path]) -> pd.DataFrame:
+        return pd.concat([_read_csv(p, names, **options) for p in paths], ignore_index=True)
+
+    return parse
+
+
+def _parse_adult(paths: list[Path]) -> pd.DataFrame:
+    """adult.data + adult.test; the test file opens with '|1x3 Cross validator' and its
+    labels end with '.' (">50K.")."""
+    frames = [_read_csv(p, ADULT_COLUMNS, comment="|") for p in paths]
+    frame = pd.concat(frames, ignore_index=True).dropna(how="all")
+    frame["income"] = frame["income"].str.rstrip(".")
+    return frame.reset_index(drop=True)
+
+
+def _parse_whitespace(names: list[str]) -> Callable[[list[Path]], pd.DataFrame]:
+    def parse(paths: list[Path]) -> pd.DataFrame:
+        frames = [pd.read_csv(p, sep=r"\s+", header=None, names=names, dtype=str) for p in paths]
+        return pd.concat(frames, ignore_index=True)
+
+    return parse
+
+
+def _parse_promoters(paths: list[Path]) -> pd.DataFrame:
+    """'+,S10,\\t\\tsequence': the 57-base sequence becomes 57 categorical positions."""
+    rows = []
+    for line in paths[0].read_text().splitlines():
+        if not line.strip():
+            continue
+        label, _id, sequence = (part.strip() for part in line.split(",", 2))
+        rows.append([label, *sequence.lower()])
+    names = ["class", *PROMOTER_POSITIONS]
+    return pd.DataFrame(rows, columns=names)
+
+
+def _parse_sick(paths: list[Path]) -> pd.DataFrame:
+    """sick.data + sick.test; labels carry the record id: 'negative.|3733'."""
+    frame = pd.concat([_read_csv(p, SICK_COLUMNS) for p in paths], ignore_index=True)
+    frame["class"] = frame["class"].str.split("|").str[0].str.rstrip(".")
+    return frame
+
+
+def _parse_lenses(paths: list[Path]) -> pd.DataFrame:
+    frame = _parse_whitespace(["id", *LENSES_ATTRIBUTES, "class"])(paths)
+    return frame.drop(columns="id")
+
+
+# --- the registry ----------------------------------------------------------------------------
+
+ADULT_CONTINUOUS = ["age", "fnlwgt", "education-num", "capital-gain", "capital-loss"]
+ADULT_CONTINUOUS += ["hours-per-week"]
+ADULT_DISCRETE = ["workclass", "education", "marital-status", "occupation", "relationship"]
+ADULT_DISCRETE += ["race", "sex", "native-country"]
+ADULT_COLUMNS = [
+    "age", "workclass", "fnlwgt", "education", "education-num", "marital-status",
+    "occupation", "relationship", "race", "sex", "capital-gain", "capital-loss",
+    "hours-per-week", "native-country", "income",
+]  # fmt: skip
+PIMA_ATTRIBUTES = ["pregnancies", "glucose", "blood-pressure", "skin-thickness", "insulin"]
+PIMA_ATTRIBUTES += ["bmi", "pedigree", "age"]
+HOUSING_ATTRIBUTES = ["CRIM", "ZN", "INDUS", "CHAS", "NOX", "RM", "AGE", "DIS", "RAD", "TAX"]
+HOUSING_ATTRIBUTES += ["PTRATIO", "B", "LSTAT"]
+OPTDIGITS_ATTRIBUTES = [f"pixel{i:02d}" for i in range(64)]
+IONOSPHERE_ATTRIBUTES = [f"a{i:02d}" for i in range(1, 35)]
+LIVER_ATTRIBUTES = ["mcv", "alkphos", "sgpt", "sgot", "gammagt", "drinks"]
+SONAR_ATTRIBUTES = [f"band{i:02d}" for i in range(1, 61)]
+PROMOTER_POSITIONS = [f"p{i:+d}" for i in range(-50, 7) if i != 0] + ["p+7"]
+LYMPH_ATTRIBUTES = [
+    "lymphatics", "block-of-affere", "bl-of-lymph-c", "bl-of-lymph-s", "by-pass",
+    "extravasates", "regeneration-of", "early-uptake-in", "lym-nodes-dimin", "lym-nodes-enlar",
+    "changes-in-lym", "defect-in-node", "changes-in-node", "changes-in-stru", "special-forms",
+    "dislocation-of", "exclusion-of-no", "no-of-nodes-in",
+]  # fmt: skip
+BREAST_ATTRIBUTES = ["age", "menopause", "tumor-size", "inv-nodes", "node-caps", "deg-malig"]
+BREAST_ATTRIBUTES += ["breast", "breast-quad", "irradiat"]
+LENSES_ATTRIBUTES = ["age", "spectacle-prescription", "astigmatic", "tear-production-rate"]
+SICK_CONTINUOUS = ["age", "TSH", "T3", "TT4", "T4U", "FTI", "TBG"]
+SICK_COLUMNS = [
+    "age", "sex", "on-thyroxine", "query-on-thyroxine", "on-antithyroid-medication", "sick",
+    "pregnant", "thyroid-surgery", "I131-treatment", "query-hypothyroid", "query-hyperthyroid",
+    "lithium", "goitre", "tumor", "hypopituitary", "psych", "TSH-measured", "TSH",
+    "T3-measured", "T3", "TT4-measured", "TT4", "T4U-measured", "T4U", "FTI-measured", "FTI",
+    "TBG-measured", "TBG", "referral-source", "class",
+]  # fmt: skip
+VOTES = [
+    "handicapped-infants", "water-project-cost-sharing", "adoption-of-the-budget-resolution",
+    "physician-fee-freeze", "el-salvador-aid", "religious-groups-in-schools",
+    "anti-satellite-test-ban", "aid-to-nicaraguan-contras", "mx-missile", "immigration",
+    "synfuels-corporation-cutback", "education-spending", "superfund-right-to-sue", "crime",
+    "duty-free-exports", "export-administration-act-south-africa",
+]  # fmt: skip
+
+REGISTRY_FILE = "registry.txt"
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def _read_registry(text: str) -> dict[str, dict[str, list[RemoteFile]]]:
+    """registry.txt as {dataset: {"data": files, "docs": files}}, each list in file order.
+    Read as pooch's `Pooch.load_registry` reads its files (shlex-split lines, '#' comments);
+    the columns pooch has no room for are why it is not pooch's loader."""
+    files: dict[str, dict[str, list[RemoteFile]]] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        fields = shlex.split(line, comments=True)
+        if not fields:
+            continue
+        name, role, path, sha256, size, *urls = fields if len(fields) >= 5 else [""] * 5
+        if role not in ("data", "docs") or not _SHA256.fullmatch(sha256) or not size.isdigit():
+            raise ValueError(
+                f"{REGISTRY_FILE}, line {number}: expected 'dataset data|docs path sha256 size "
+                f"[url ...]', got {line.strip()!r}"
+            )
+        roles = files.setdefault(name, {"data": [], "docs": []})
+        roles[role].append(RemoteFile(path, sha256, int(size), tuple(urls)))
+    return files
+
+
+_FILES = _read_registry(resources.files("genvdis.data").joinpath(REGISTRY_FILE).read_text("utf-8"))
+
+
+def _kinds(continuous: list[str] = (), discrete: list[str] = ()) -> dict[str, str]:
+    return {**dict.fromkeys(continuous, "continuous"), **dict.fromkeys(discrete, "discrete")}
+
+
+def _registered(
+    name: str,
+    description: str,
+    parser: Callable[[list[Path]], pd.DataFrame],
+    attributes: dict[str, str],
+    target: str,
+) -> DatasetInfo:
+    """A dataset whose files are its lines in registry.txt."""
+    files = _FILES.get(name, {}).get("data")
+    if not files:
+        raise LookupError(f"{REGISTRY_FILE} lists no data file for the dataset '{name}'")
+    docs = _FILES[name]["docs"]
+    return DatasetInfo(name, description, tuple(files), parser, attributes, target, tuple(docs))
+
+
+REGISTRY: dict[str, DatasetInfo] = {
+    info.name: info
+    for info in [
+        _registered(
+            "pima", "Pima Indians diabetes (onset within 5 years)",
+            _csv_parser([*PIMA_ATTRIBUTES, "class"]), _kinds(PIMA_ATTRIBUTES), "class",
+        ),
+        _registered(
+            "adult", "Adult census income (> $50K), adult.data + adult.test", _parse_adult,
+            _kinds(ADULT_CONTINUOUS, ADULT_DISCRETE), "income",
+        ),
+        _registered(
+            "housing", "Boston housing (median value MEDV)",
+            _parse_whitespace([*HOUSING_ATTRIBUTES, "MEDV"]), _kinds(HOUSING_ATTRIBUTES), "MEDV",
+        ),
+        _registered(
+            "optdigits", "Optical recognition of handwritten digits, 8x8 counts, .tra + .tes",
+            _csv_parser([*OPTDIGITS_ATTRIBUTES, "digit"]), _kinds(OPTDIGITS_ATTRIBUTES), "digit",
+        ),
+        _registered(
+            "ionosphere", "Johns Hopkins ionosphere radar returns (good/bad)",
+            _csv_parser([*IONOSPHERE_ATTRIBUTES, "class"]), _kinds(IONOSPHERE_ATTRIBUTES),
+            "class",
+        ),
+        _registered(
+            "liver", "BUPA liver disorders; the 7th field (selector) is the class",
+            _csv_parser([*LIVER_ATTRIBUTES, "selector"]), _kinds(LIVER_ATTRIBUTES), "selector",
+        ),
+        _registered(
+            "sonar", "Connectionist bench sonar, mines vs. rocks",
+            _csv_parser([*SONAR_ATTRIBUTES, "class"]), _kinds(SONAR_ATTRIBUTES), "class",
+        ),
+        _registered(
+            "promoters", "E. coli promoter gene sequences, 57 nucleotide positions",
+            _parse_promoters, _kinds(discrete=PROMOTER_POSITIONS), "class",
+        ),
+        _registered(
+            "lymphography", "Lymphography (Ljubljana), 4 classes",
+            _csv_parser(["class", *LYMPH_ATTRIBUTES]), _kinds(discrete=LYMPH_ATTRIBUTES), "class",
+        ),
+        _registered(
+            "breast-cancer", "Breast cancer recurrence (Ljubljana)",
+            _csv_parser(["class", *BREAST_ATTRIBUTES]), _kinds(discrete=BREAST_ATTRIBUTES),
+            "class",
+        ),
+        _registered(
+            "lenses", "Contact lenses: hard, soft or none", _parse_lenses,
+            _kinds(discrete=LENSES_ATTRIBUTES), "class",
+        ),
+        _registered(
+            "sick", "Thyroid disease: sick vs. negative, sick.data + sick.test", _parse_sick,
+            _kinds(SICK_CONTINUOUS, [c for c in SICK_COLUMNS[:-1] if c not in SICK_CONTINUOUS]),
+            "class",
+        ),
+        _registered(
+            "voting", "1984 US Congressional voting records (party)",
+            _csv_parser(["party", *VOTES]), _kinds(discrete=VOTES), "party",
+        ),
+    ]
+}  # fmt: skip
+
+
+def get_info(name: str) -> DatasetInfo:
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        known = ", ".join(sorted(REGISTRY))
+        raise UserError(f"dataset '{name}' is not registered (known: {known})") from None
+
+
+def fetch_dataset(name: str, *, mirror: str | None = None, docs: bool = False) -> list[Path]:
+    """Download (or find in the cache) a registered dataset's files, verified."""
+    info = get_info(name)
+    files = info.files + (info.docs if docs else ())
+    return [fetch_file(f, mirror=mirror) for f in files]
+
+
+def load_registered(name: str, *, mirror: str | None = None) -> RawData:
+    info = get_info(name)
+    paths = fetch_dataset(name, mirror=mirror)
+    frame = info.parser(paths)
+    return RawData(
+        frame=frame,
+        attributes=dict(info.attributes),
+        target=info.target,
+        checksums={f.path: f.sha256 for f in info.files},
+        source=f"UCI: {', '.join(f.path for f in info.files)}",
+    )
+
+
+def dataset_table() -> pd.DataFrame:
+    """One row per registered dataset: what `genvdis datasets` prints (needs no download)."""
+    rows = []
+    for info in REGISTRY.values():
+        kinds = list(info.attributes.values())
+        rows.append(
+            {
+                "name": info.name,
+                "description": info.description,
+                "continuous": kinds.count("continuous"),
+                "discrete": kinds.count("discrete"),
+                "files": " + ".join(f.path.rsplit("/", 1)[-1] for f in info.files),
+                "licence": info.licence,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def summarize(raw: RawData) -> dict[str, object]:
+    """Rows and classes of a loaded dataset (for `genvdis datasets --counts`)."""
+    labels = raw.frame[raw.target]
+    return {
+        "rows": len(raw.frame),
+        "classes": int(labels.nunique()),
+        "missing": int(raw.frame[list(raw.attributes)].isna().any(axis=1).sum()),
+        "class_counts": {str(k): int(v) for k, v in labels.value_counts().sort_index().items()},
+    }
+
+
+__all__ = [
+    "REGISTRY",
+    "DatasetInfo",
+    "RawData",
+    "dataset_table",
+    "fetch_dataset",
+    "get_info",
+    "load_registered",
+    "summarize",
+]

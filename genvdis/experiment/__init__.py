@@ -1,0 +1,1 @@
+"""Running the protocol: splits, planning, scoring, parallel blocks, sweeps, theory runs."""

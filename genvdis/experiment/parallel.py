@@ -1,0 +1,148 @@
+"""Where a run's tasks execute: loky worker processes, threads, or a dask cluster.
+
+Results never depend on this choice (see `engine`); what it must get right is the machine's
+share: no more workers than tasks or cores (unless asked, with --force), no worker that
+outlives the run (a loky worker left behind by kill -9 would otherwise wait out its idle
+timeout holding the caller's stdout and stderr), and a dask cluster that can actually run
+something.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+
+from genvdis.errors import UserError
+
+log = logging.getLogger(__name__)
+
+PARENT_POLL = 0.5  # seconds between a worker's checks that the run's process is alive
+WORKER_WAIT = 10  # seconds a dask scheduler gets to have a worker
+# A loky worker imports the libraries and loads numba's compiled kernels before its first
+# task (~1.5 s of CPU on the 2-core machine): a run estimated (genvdis.experiment.planning, CPU
+# seconds)
+# below this is over sooner in the run's own process than in workers. Measured by
+# benchmarks/bench_startup.py --crossover (docs/scaling.md).
+IN_PROCESS_BELOW = 4.0
+
+
+def worker_count(
+    jobs: int, tasks: int, force: bool = False, backend: str = "loky", cpu_seconds: float = 0.0
+) -> int:
+    """--jobs, capped at the tasks to run and (unless `force`) at this machine's cores; and
+    (unless `force`) 1, this process, for a loky run estimated under `IN_PROCESS_BELOW`."""
+    if jobs == 1:
+        return 1
+    import joblib
+
+    cores, tasks = joblib.cpu_count(), max(1, tasks)
+    used = min(jobs, tasks) if force else min(jobs, tasks, cores)
+    if used > 1 and backend == "loky" and not force and cpu_seconds < IN_PROCESS_BELOW:
+        used, why = 1, "a short run: over sooner than workers start; --force uses them"
+    elif used < jobs:
+        why = f"{tasks} tasks to run" if used == tasks else f"{cores} cores; --force uses more"
+    if used < jobs:
+        log.info("--jobs %d: using %d worker(s) (%s)", jobs, used, why)
+    return used
+
+
+def watch_parent(parent: int) -> None:
+    """A loky worker's initializer: end the worker as soon as the process that started it
+    (the run) is gone, however it ended. Polls getppid: a worker whose parent died is
+    re-parented, so the id changes."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="genvdis-watch-parent", daemon=True).start()
+
+
+def in_process(backend: str, jobs: int) -> bool:
+    """Whether the run's tasks run in its own process, one after the other, without joblib
+    (whose import, ~70 ms, is then spared): one job, on any backend but dask's cluster."""
+    return jobs == 1 and backend != "dask"
+
+
+def map_unordered(
+    function: Callable[..., object], calls: Iterable[tuple], backend: str, jobs: int
+) -> Iterator:
+    """function(*args) for each args in `calls`, in whatever order they finish: in this
+    process (`in_process`), else on the workers of the backend `parallel` set up."""
+    if in_process(backend, jobs):
+        return (function(*args) for args in calls)
+    import joblib
+
+    runner = joblib.Parallel(return_as="generator_unordered")
+    return runner(joblib.delayed(function)(*args) for args in calls)
+
+
+@contextlib.contextmanager
+def parallel(
+    backend: str, jobs: int, scheduler: str | None, scatter: list | None = None
+) -> Iterator[None]:
+    """joblib's backend for the run; with dask, `scatter` (the data) is sent to workers once.
+    Nothing to set up for a run `in_process`."""
+    if in_process(backend, jobs):
+        yield
+        return
+    import joblib
+
+    if backend == "loky":
+        with joblib.parallel_config(
+            backend="loky", n_jobs=jobs, initializer=watch_parent, initargs=(os.getpid(),)
+        ):
+            yield
+        return
+    if backend != "dask":
+        with joblib.parallel_config(backend=backend, n_jobs=jobs):
+            yield
+        return
+    with _dask_client(jobs, scheduler):
+        with joblib.parallel_config(backend="dask", n_jobs=-1, scatter=scatter):
+            yield
+
+
+@contextlib.contextmanager
+def _dask_client(jobs: int, scheduler: str | None) -> Iterator[None]:
+    """A client of the scheduler at `scheduler` (which must have a worker), or of a local
+    cluster of `jobs` single-threaded worker processes."""
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise UserError("--backend dask needs: pip install 'genvdis[dask]'") from None
+    cluster = None
+    if scheduler:
+        try:
+            client = Client(scheduler, timeout="10s")
+        except (OSError, ValueError) as error:  # unreachable, or not an address at all
+            raise UserError(f"--scheduler: cannot reach {scheduler}: {error}") from None
+    else:
+        cluster = LocalCluster(
+            n_workers=jobs, threads_per_worker=1, processes=True, host="127.0.0.1",
+            dashboard_address=None,
+        )  # fmt: skip
+        client = Client(cluster)
+    try:
+        if scheduler:
+            _wait_for_a_worker(client, scheduler)
+        yield
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def _wait_for_a_worker(client, scheduler: str) -> None:
+    try:
+        client.wait_for_workers(1, timeout=WORKER_WAIT)
+    except (TimeoutError, OSError):
+        raise UserError(
+            f"--scheduler: {scheduler} has no workers (none joined in {WORKER_WAIT} s); "
+            f"start some: dask worker {scheduler} --nthreads 1"
+        ) from None

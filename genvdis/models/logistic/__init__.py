@@ -1,0 +1,1 @@
+"""Logistic regression: binary and softmax fits by Newton's method, and their kernels."""

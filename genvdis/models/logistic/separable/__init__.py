@@ -1,0 +1,1 @@
+"""What logistic regression does on a separable training set (docs/separable.md)."""

@@ -1,0 +1,321 @@
+"""Separating hyperplanes drawn at random, uniformly, from a version space.
+
+The version space of a separable training set is V = {z : A z > 0, ||z|| <= 1} (rows
+a_i = s_i (x_i, 1), `hyperplanes.signed_rows`). A classifier depends only on the direction of
+z, and the uniform law on V has the direction uniform (in solid angle) over the cone
+{A z > 0}. The sampler uses two facts to be fast and exact in law:
+- a standard normal vector conditioned on the cone {A z > 0} has that same direction law
+  (the normal is rotation invariant and the cone is scale invariant);
+- the constraints only see the part of z in the row space of A (rank r <= m). So where m < d,
+  z = Q w + v, with Q an orthonormal basis of the row space, w ~ N(0, I_m) truncated to
+  {A Q w > 0}, and v ~ N(0, I) projected on the orthogonal complement, independent and drawn
+  exactly; where m >= d the chain runs on z itself (w = z, B = A: a basis of R^d is not needed,
+  and any would only rotate the chain).
+w is drawn by exact Hamiltonian Monte Carlo for the truncated normal (each iteration: an
+exactly solved Hamiltonian trajectory that bounces off the walls), which costs O(m) per bounce
+instead of O(m d). Finally the radius is drawn as U^(1/d), so the returned point is uniform on
+V itself (docs/separable.md).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from genvdis._runtime import portable, streams
+from genvdis.experiment import planning
+
+# The per-wall loops divide by c_i <= 0 on purpose (the result is never read): numpy's error
+# model lets them do so without a check, which is what lets them vectorise.
+_walls_jit = numba.njit(cache=True, nogil=True, fastmath=False, error_model="numpy")
+
+
+@streams.jit
+def _values(Bt: np.ndarray, x: np.ndarray, out: np.ndarray) -> None:
+    """out = B x, from B transposed (r, m): each wall's sum runs over k in order, as a loop
+    over B's rows would (the same bits), but the walls are summed side by side, which
+    vectorises."""
+    r, m = Bt.shape
+    out[:] = 0.0
+    for k in range(r):
+        xk = x[k]
+        for i in range(m):
+            out[i] += Bt[k, i] * xk
+
+
+@_walls_jit
+def _ratios(c: np.ndarray, v: np.ndarray, key: np.ndarray) -> int:
+    """key_i = v_i / c_i for the walls in front (c_i > 0), inf for the others; returns how many
+    others there are (walls reached or crossed through rounding)."""
+    behind = 0
+    for i in range(c.size):
+        ahead = c[i] > 0.0
+        key[i] = v[i] / c[i] if ahead else np.inf
+        behind += not ahead
+    return behind
+
+
+@_walls_jit
+def _turn(
+    c: np.ndarray, v: np.ndarray, key: np.ndarray, cos: float, sin: float, scale: float,
+    g: np.ndarray,
+) -> int:  # fmt: skip
+    """Every wall's (c_i, v_i) rotated by the time travelled, v_i reflected off the wall just
+    hit (v_i -= scale G_ji), and the scan's keys as in `_ratios`: one pass that vectorises,
+    with each value rounded as the step-by-step formulas round it."""
+    behind = 0
+    for i in range(c.size):
+        ci, vi = c[i], v[i]
+        cn = ci * cos + vi * sin
+        vn = (vi * cos - ci * sin) - scale * g[i]
+        c[i], v[i] = cn, vn
+        ahead = cn > 0.0
+        key[i] = vn / cn if ahead else np.inf
+        behind += not ahead
+    return behind
+
+
+@streams.jit
+def _least(key: np.ndarray) -> int:
+    """The first index of the smallest key (-1 if none is below inf), with four running minima
+    side by side: each keeps its first smallest, so ties go to the lowest index as in a plain
+    scan, which compares one key at a time and is four times slower."""
+    b0 = b1 = b2 = b3 = np.inf
+    j0 = j1 = j2 = j3 = -1
+    n = key.size - key.size % 4
+    for i in range(0, n, 4):
+        x0, x1, x2, x3 = key[i], key[i + 1], key[i + 2], key[i + 3]
+        if x0 < b0:
+            b0, j0 = x0, i
+        if x1 < b1:
+            b1, j1 = x1, i + 1
+        if x2 < b2:
+            b2, j2 = x2, i + 2
+        if x3 < b3:
+            b3, j3 = x3, i + 3
+    for i in range(n, key.size):  # later than every index above
+        if key[i] < b0:
+            b0, j0 = key[i], i
+    best, j = b0, j0
+    for b, k in ((b1, j1), (b2, j2), (b3, j3)):
+        if b < best or (b == best and k < j):
+            best, j = b, k
+    return j if best < np.inf else -1
+
+
+@streams.jit
+def _hit_behind(
+    c: np.ndarray, v: np.ndarray, key: np.ndarray, last: int, rc: float, rs: float
+) -> tuple[bool, int, float, float]:
+    """`_next_hit` where some walls are behind (c_i <= 0, rare: reached or crossed through
+    rounding): every wall's hit time t_i = atan2(v_i, c_i) + pi/2 is compared explicitly."""
+    best_time, j = np.inf, -1
+    for i in range(c.size):
+        if i != last and not c[i] > 0.0:
+            t = np.arctan2(v[i], c[i]) + np.pi / 2
+            if t < best_time:
+                best_time, j = t, i
+    j_key = _least(key)
+    if j_key >= 0:
+        t = np.arctan(key[j_key]) + np.pi / 2
+        if t < best_time:
+            best_time, j = t, j_key
+    if best_time < np.arctan2(rs, rc):
+        return True, j, np.cos(best_time), np.sin(best_time)
+    return False, -1, rc, rs
+
+
+@streams.jit
+def _next_hit(
+    c: np.ndarray, v: np.ndarray, key: np.ndarray, last: int, behind: int, rc: float, rs: float
+) -> tuple[bool, int, float, float]:
+    """Whether a wall is met before the time left runs out, which (skipping `last`, the wall
+    the particle stands on), and the cosine and sine of the time to it; else the time left's,
+    (rc, rs). Wall i in front (c_i > 0) is met at t_i = arctan(v_i / c_i) + pi/2, increasing
+    in the key v_i / c_i, so the first is the smallest key, and neither t_i nor a
+    trigonometric function is needed: cos t = -k / sqrt(1 + k^2), sin t = 1 / sqrt(1 + k^2),
+    and t < time left (in (0, pi), with cosine rc and sine rs > 0) iff k rs < -rc."""
+    if behind > 0:
+        return _hit_behind(c, v, key, last, rc, rs)
+    j = _least(key)
+    if j < 0 or not rs > 0.0:
+        return False, -1, rc, rs
+    k = key[j]
+    if not k * rs < -rc:
+        return False, -1, rc, rs
+    if abs(k) < 1e150:
+        h = np.sqrt(1.0 + k * k)
+        return True, j, -k / h, 1.0 / h
+    return True, j, (-1.0 if k > 0 else 1.0), 1.0 / abs(k)
+
+
+@streams.jit
+def _gram_row(B: np.ndarray, Bt: np.ndarray, G: np.ndarray, have: np.ndarray, j: int) -> None:
+    """Row j of the Gram matrix G = B B^T, on the first bounce off wall j (`portable.gram_row`:
+    a fixed order, the bits of `portable.matmuls`(B, B^T)). A chain meets few of the walls,
+    so most rows are never needed (BLAS formed all of them, in an order of its CPU's
+    choosing)."""
+    if not have[j]:
+        portable.gram_row(B, Bt, j, G[j])
+        have[j] = True
+
+
+@streams.jit
+def _trajectory(
+    B: np.ndarray, Bt: np.ndarray, G: np.ndarray, have: np.ndarray, w: np.ndarray,
+    p: np.ndarray, c: np.ndarray, v: np.ndarray, key: np.ndarray, rc: float, rs: float,
+    max_bounces: int,
+) -> tuple[float, float]:  # fmt: skip
+    """One exact HMC trajectory for N(0, I) truncated to {B w > 0}: moves w and p in place for
+    the time whose cosine and sine are (rc, rs), or until `max_bounces` walls; returns the
+    cosine and sine of the time left (1, 0 if none). On entry c = B w and v = B p (the wall
+    values); they are left stale. G's rows are formed as walls are first hit (`_gram_row`;
+    have[j]: row j is there).
+
+    Under the Gaussian's Hamiltonian a particle moves on w cos t + p sin t, so the time it
+    meets each wall has a closed form; at the first wall the momentum is reflected
+    (Pakman & Paninski, 2014). The wall values are tracked through the Gram matrix G = B B^T,
+    so a bounce costs O(m) rather than O(m r). Times are carried as rotations (cosine, sine):
+    the time left after a hit at t is the rotation by -t of the time left, so a bounce takes
+    one square root instead of an arctangent, a cosine and a sine.
+    """
+    r = B.shape[1]
+    behind = _ratios(c, v, key)
+    last = np.int64(-1)  # not a literal -1: numba would compile _next_hit for it too
+    for _ in range(max_bounces):
+        hit, j, cos, sin = _next_hit(c, v, key, last, behind, rc, rs)
+        for k in range(r):
+            wk = w[k]
+            w[k] = wk * cos + p[k] * sin
+            p[k] = p[k] * cos - wk * sin
+        if not hit:
+            return 1.0, 0.0
+        rc, rs = rc * cos + rs * sin, rs * cos - rc * sin
+        _gram_row(B, Bt, G, have, j)
+        scale = 2.0 * (v[j] * cos - c[j] * sin) / G[j, j]
+        for k in range(r):
+            p[k] -= scale * B[j, k]
+        behind = _turn(c, v, key, cos, sin, scale, G[j])
+        behind -= not c[j] > 0.0  # the wall just hit is skipped next, not counted
+        c[j] = abs(c[j])
+        key[j] = np.inf
+        last = j
+    return rc, rs
+
+
+@streams.jit
+def _copy(out: np.ndarray, values: np.ndarray) -> None:
+    """out[:] = values, as a loop: numba compiles slice assignment generically, which cost
+    ~1.9 s on an empty cache, for the same bits."""
+    for i in range(values.size):
+        out[i] = values[i]
+
+
+@streams.jit
+def _chains(
+    B: np.ndarray, Bt: np.ndarray, w0: np.ndarray, keys: np.ndarray, iterations: int,
+    warmup_bounces: int, d: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+    """Each problem's chain from w0[s], with its own stream: the final w (S, r), then d
+    normals (S, d) and a uniform (S,) for the parts of the draw outside the row space.
+    The feasibility check of a trajectory's end computes B w there for every wall; where the
+    move is accepted those are the next trajectory's starting wall values."""
+    S, m, r = B.shape
+    W = np.empty((S, r))
+    V = np.empty((S, d))
+    U = np.empty(S)
+    state = np.empty(1, dtype=np.uint64)
+    w, proposal, p = np.empty(r), np.empty(r), np.empty(r)
+    here, ahead = np.empty(m), np.empty(m)
+    c, v, key = np.empty(m), np.empty(m), np.empty(m)
+    G, have = np.empty((m, m)), np.zeros(m, dtype=np.bool_)  # B_s B_s^T, row by row
+    for s in range(S):
+        state[0] = keys[s]
+        for i in range(m):
+            have[i] = False
+        _copy(w, w0[s])
+        _values(Bt[s], w, here)
+        rc, rs = 0.0, 1.0  # the warm-up's time, pi/2, as (cosine, sine)
+        for iteration in range(iterations):
+            budget = warmup_bounces if iteration == 0 else 20 * warmup_bounces
+            _copy(proposal, w)
+            for k in range(r):
+                p[k] = streams.next_normal(state)
+            _copy(c, here)
+            _values(Bt[s], p, v)
+            left_c, left_s = _trajectory(
+                B[s], Bt[s], G, have, proposal, p, c, v, key, rc, rs, budget
+            )
+            if iteration == 0:  # the time travelled, pi/2 less the time left, from now on
+                travelled = np.pi / 2 - np.arctan2(left_s, left_c)
+                if travelled > 0:
+                    rc, rs = np.cos(travelled), np.sin(travelled)
+            _values(Bt[s], proposal, ahead)
+            feasible = True
+            for i in range(m):
+                if not ahead[i] > 0.0:
+                    feasible = False
+                    break
+            if feasible:
+                _copy(w, proposal)
+                _copy(here, ahead)
+        _copy(W[s], w)
+        for k in range(d):
+            V[s, k] = streams.next_normal(state)
+        U[s] = streams.next_uniform(state)
+    return W, V, U
+
+
+WARMUP_BOUNCES = 200
+
+
+def sample_version_space(
+    A: np.ndarray,
+    z0: np.ndarray,
+    iterations: int,
+    keys: np.ndarray,
+    warmup_bounces: int = WARMUP_BOUNCES,
+) -> np.ndarray:
+    """One draw per problem from the uniform law on {A_s z > 0, ||z|| <= 1}, batched.
+
+    A: (S, m, d) constraint rows, z0: (S, d) strictly feasible starts (any scale), keys: one
+    random stream per problem (`streams`), so a problem's draw does not depend on which others
+    share its batch. `iterations` trajectories are run from z0 (docs/separable.md). The first,
+    a warm-up, lasts pi/2 or `warmup_bounces` walls, whichever comes first; the time it reached
+    becomes the problem's fixed trajectory duration from then on, so that a very thin version
+    space (where the particle meets a wall at every turn) costs about `warmup_bounces` bounces
+    per trajectory instead of millions. With a fixed duration each later trajectory is an exact
+    HMC move, which leaves the target law invariant. A trajectory that ends off the cone through
+    rounding is rejected, so every draw separates.
+    """
+    S, m, d = A.shape
+    keys = np.asarray(keys, dtype=np.uint64)
+    A = np.ascontiguousarray(A, dtype=float)
+    z0 = np.ascontiguousarray(z0, dtype=float)
+    # Every product, factorisation and power below is `portable`'s (fixed-order loops, not
+    # BLAS, LAPACK or numpy's AVX-512 power): the chain amplifies the last bits of its start
+    # and walls, so a CPU's own kernel changed which hyperplane was drawn (issue 30 §7).
+    if m >= d:  # the row space is (at most) all of R^d: z's own coordinates serve, no QR
+        B = A
+        w = z0.copy()
+    else:
+        Qt = portable.row_space_bases(A)  # (S, m, d): an orthonormal basis of each row space
+        B = portable.products(A, Qt)  # A Q
+        w = portable.matvecs(Qt, z0)  # Q^T z0
+    r = B.shape[2]
+    Bt = np.ascontiguousarray(np.swapaxes(B, 1, 2))
+    w *= np.sqrt(r) / portable.norms(w)[:, None]  # the typical radius
+    start = w
+    w, v, u = planning.in_short_calls(  # each problem its own stream: pieces change nothing
+        lambda a, b: _chains(B[a:b], Bt[a:b], start[a:b], keys[a:b], int(iterations),
+                             int(warmup_bounces), d),
+        S,
+    )  # fmt: skip
+    if m >= d:
+        z = w
+    else:  # the part outside the row space: d normals projected off it, drawn exactly
+        Q = np.ascontiguousarray(np.swapaxes(Qt, 1, 2))
+        v -= portable.matvecs(Q, portable.matvecs(Qt, v))
+        z = portable.matvecs(Q, w) + v
+    radius = portable.power(u, 1.0 / d)[:, None]
+    return radius * z / portable.norms(z)[:, None]

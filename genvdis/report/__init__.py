@@ -1,0 +1,1 @@
+"""Figures, the markdown report and the HTML explorer."""

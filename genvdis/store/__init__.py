@@ -1,0 +1,1 @@
+"""Result folders on disk: atomic writes, manifests, checkpoints, locks, reading them back."""
