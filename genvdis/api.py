@@ -206,14 +206,12 @@ def check_inputs_kept(source: str | Path, config: Any, out: str | Path) -> None:
     UserError
         Naming the file the run would overwrite and --out.
     """
-    from genvdis.config.sections import FileDataset
+    from genvdis.data.sources import source_of
     from genvdis.store import results
 
     run_dir = Path(out) / config.name
     inputs = {"the config file": Path(source)}
-    dataset = config.dataset
-    if isinstance(dataset, FileDataset) and dataset.path is not None:
-        inputs["its dataset.path"] = config.data_dir / dataset.path
+    inputs.update(source_of(config.dataset, config.data_dir).inputs())
     for name in (*results.OUTPUTS, results.MANIFEST):
         for what, path in inputs.items():
             with contextlib.suppress(OSError):  # either missing: nothing is overwritten
@@ -387,17 +385,11 @@ def validate(configs: Iterable[str | Path], allow_imports: Iterable[str] = ()) -
 
 def _check_columns(config: ExperimentConfig, file: Path) -> None:
     """What `validate` can check of a config's data without reading or fetching it: a
-    registered dataset's name and attribute names, a local table (a regular file, there)."""
-    from genvdis.config.sections import FileDataset
-    from genvdis.data import preprocessing
-    from genvdis.data import sources as datasource
-    from genvdis.data import uci as datasets
+    registered dataset's name and attribute names, a local table (a regular file, there):
+    `Source.check_offline`, a relative path read from the config file's folder."""
+    from genvdis.data.sources import source_of
 
-    dataset = config.dataset
-    if isinstance(dataset, str):  # the registry knows its attributes: checked as a run does
-        preprocessing.select_attributes(datasets.get_info(dataset), config.attributes)
-    elif isinstance(dataset, FileDataset) and dataset.path is not None:
-        datasource.table_path(dataset, file.parent)  # as a run checks it
+    source_of(config.dataset, file.parent).check_offline(config.attributes)
 
 
 def run(  # its length is the numpydoc docstring; the code is under 30 lines

@@ -1,6 +1,6 @@
 """`genvdis init`: a commented starter config for a user's own table.
 
-It reads the table as a run would (`datasource.read_file_table`), then writes out every
+It reads the table as a run would (`sources.read_file_table`), then writes out every
 choice, inferred or defaulted, with a comment saying why: each column's kind, the two classes,
 what to do with missing values, an m grid that fits the table, and the choices the paper
 leaves open. The rules are in docs/config.md ("Starting from your own table").
@@ -61,7 +61,7 @@ def _span(present: pd.Series) -> str:
 
 def describe_columns(frame: pd.DataFrame, target: str, label: str = "") -> list[Column]:
     """Every column but the target, with its kind inferred as a run infers it
-    (`datasource.infer_kind`); empty and constant columns, text with a different value on
+    (`sources.infer_kind`); empty and constant columns, text with a different value on
     every row (an identifier), row numbers, and numbers whose commas cannot be read for sure
     are marked unusable."""
     columns = []

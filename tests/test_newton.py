@@ -15,6 +15,7 @@ import pytest
 
 from genvdis.config.experiment import load_config
 from genvdis.data.preprocessing import prepare
+from genvdis.data.sources import load_data
 from genvdis.experiment import engine, splits
 from genvdis.models.generative import build_model
 from genvdis.models.logistic import _kernels as logistic_kernels
@@ -172,7 +173,7 @@ def test_adult_discrete_fits_are_the_likelihoods_minima(mirror_env):
     the exponential model: every fit of splits 75-84 zeroes the penalised likelihood's
     gradient."""
     config = load_config(REPO / "configs" / "adult-discrete.yaml")
-    data = prepare(engine.load_data(config), config)
+    data = prepare(load_data(config), config)
     encoded = engine.EncodedData.from_prepared(data)
     model = build_model(config.models[1], data.layout)
     idx = splits.draw_training_block(encoded.y, 2000, config.seed, range(75, 85), config.split)

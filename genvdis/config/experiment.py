@@ -23,17 +23,14 @@ from pydantic import (
 from genvdis.config._yaml import read_yaml
 from genvdis.config.sections import (
     DatasetSpec,
-    FileDataset,
     LogisticRegressionSpec,
     ModelList,
     NaiveBayesSpec,
     Preprocessing,
     Seed,
     SizeRange,
-    SklearnSource,
     StrictModel,
     TargetSpec,
-    bundled_loader,
     dump_without_unset,
 )
 from genvdis.errors import UserError
@@ -180,13 +177,6 @@ class ExperimentConfig(RunConfig):
             raise ValueError("every size must be >= 2 (one example of each class)")
         return value
 
-    @field_validator("dataset", mode="after")
-    @classmethod
-    def _dataset(cls, value: DatasetSpec) -> DatasetSpec:
-        if isinstance(value, SklearnSource):
-            bundled_loader(value.sklearn)
-        return value
-
     @field_validator("attributes", mode="after")
     @classmethod
     def _attributes(cls, value: str | list[str]) -> str | list[str]:
@@ -299,7 +289,8 @@ def load_config(path: str | Path) -> ExperimentConfig:
 def read_from(config: ExperimentConfig, path: str | Path) -> ExperimentConfig:
     """`config` as read from the file `path`: a relative `dataset.path` is read from that
     file's folder (two folders' data.csv are two tables)."""
-    dataset = config.dataset
-    if isinstance(dataset, FileDataset) and dataset.path and not Path(dataset.path).is_absolute():
+    # a spec that reads a path relative to the config (`FileDataset.relative_path`); a
+    # registered name (a str) reads none
+    if getattr(config.dataset, "relative_path", None):
         config._data_dir = Path(path).parent  # only then: other configs compare equal as read
     return config

@@ -8,6 +8,7 @@ write
 from __future__ import annotations
 
 import re
+from pathlib import PurePath
 from typing import Annotated, Any, Literal
 
 import numpy as np
@@ -62,6 +63,11 @@ class FileDataset(StrictModel):
     kinds: dict[str, Literal["continuous", "discrete"]] = Field(default_factory=dict)
     missing_values: list[str] = Field(default_factory=lambda: ["?", "", "NA", "nan"])
 
+    @property
+    def relative_path(self) -> str | None:
+        """The path, when it is read from the config's folder (relative)."""
+        return self.path if self.path and not PurePath(self.path).is_absolute() else None
+
     @model_validator(mode="after")
     def _one_source(self) -> FileDataset:
         if (self.path is None) == (self.url is None):
@@ -97,9 +103,14 @@ class SyntheticSource(StrictModel):
 
 class SklearnSource(StrictModel):
     """One of scikit-learn's bundled datasets, `sklearn.datasets.<load_*>()`: no download
-    (checked in `ExperimentConfig`, so the error names `dataset`)."""
+    (checked after the fields, so the error names `dataset`, not `dataset.sklearn`)."""
 
     sklearn: str
+
+    @model_validator(mode="after")
+    def _bundled(self) -> SklearnSource:
+        bundled_loader(self.sklearn)
+        return self
 
 
 def bundled_loader(name: str) -> str:
@@ -201,7 +212,9 @@ class TargetSpec(StrictModel):
         return self
 
     @model_serializer(mode="wrap")
-    def _binary_as_before(self, handler: Any) -> dict[str, Any]:
+    def _without_unset_classes(self, handler: Any) -> dict[str, Any]:
+        """A two-class target's dump has no `classes` key, so it adds nothing to the
+        resolved config and fingerprint of a config that does not use it."""
         return dump_without_unset(self, handler, "classes")
 
 

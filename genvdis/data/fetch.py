@@ -120,9 +120,14 @@ def fetch_file(file: RemoteFile, *, mirror: str | None = None, cache: Path | Non
 
 def fetch_url(url: str, sha256: str, *, cache: Path | None = None) -> Path:
     """A user's file at `url` (or a local path), pinned by its sha256, cached under user/."""
-    name = urlparse(url).path.rstrip("/").rsplit("/", 1)[-1] or "data"
-    target = data_dir(cache) / "user" / sha256[:16] / name
+    target = url_cache_path(url, sha256, cache=cache)
     return _retrieve([url], sha256.lower(), target, url, MAX_USER_BYTES)
+
+
+def url_cache_path(url: str, sha256: str, *, cache: Path | None = None) -> Path:
+    """Where `fetch_url` keeps a user's file: under user/, in a folder of its pinned sha256."""
+    name = urlparse(url).path.rstrip("/").rsplit("/", 1)[-1] or "data"
+    return data_dir(cache) / "user" / sha256[:16] / name
 
 
 def file_sha256(path: Path) -> str:

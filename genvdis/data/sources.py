@@ -1,7 +1,10 @@
-"""Which table a config's `dataset` names: a registered UCI dataset, a user's own file, a
-synthetic draw, or a table scikit-learn bundles. The UCI registry and its parsers live in
-`datasets`, synthetic draws in `synthetic`; a user's own file and scikit-learn's tables are
-read here. `load_data` is the one place that chooses among them."""
+"""Where a config's table comes from: one `Source` per kind of `dataset`, chosen by
+`source_of` from the `SOURCES` table (keyed by the spec's type). A source loads the raw
+table, says what `validate` can check without any download, which files it reads or caches,
+and where the table comes from (`data_source` in config.yaml). The registered UCI sets' files
+and parsers live in `uci`, synthetic draws in `synthetic`; a user's own file (local or a URL
+pinned by sha256) and scikit-learn's bundled tables are read here. docs/adding-a-data-source.md
+says how to add one."""
 
 from __future__ import annotations
 
@@ -11,37 +14,194 @@ import re
 import stat
 import tarfile
 import zipfile
+from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from genvdis.config.experiment import ExperimentConfig
 from genvdis.config.sections import FileDataset, SklearnSource, SyntheticSource
-from genvdis.data import uci as datasets
+from genvdis.data import fetch, uci
 from genvdis.data.fetch import fetch_url, file_sha256
-from genvdis.data.preprocessing import label_keys, read_numbers
+from genvdis.data.preprocessing import label_keys, read_numbers, select_attributes
 from genvdis.data.uci import RawData
 from genvdis.errors import UserError
 
 
-def load_data(
-    config: ExperimentConfig, base_dir: Path = Path("."), mirror: str | None = None
-) -> datasets.RawData:
-    """The raw table a config names: registered, a user's file, or synthetic."""
-    source = config.dataset
-    if isinstance(source, str):
-        return datasets.load_registered(source, mirror=mirror)
-    if isinstance(source, FileDataset):
-        return load_file_dataset(source, base_dir=base_dir)
-    if isinstance(source, SyntheticSource):
+class Source(ABC):
+    """A config's `dataset`, as the run, `validate` and the fingerprint need it. An ABC
+    rather than a `typing.Protocol`: most sources share the defaults below (nothing to check
+    offline, nothing cached, nothing drawn in memory), and a source that forgets `load` or
+    `provenance` fails when it is built, not halfway through a run.
+
+    `base_dir` is the folder a relative path in the spec is read from (the config's);
+    `mirror` replaces the UCI address (`fetch.mirror_base`)."""
+
+    def __init__(self, spec: Any, base_dir: Path = Path("."), mirror: str | None = None):
+        self.spec, self.base_dir, self.mirror = spec, base_dir, mirror
+
+    @abstractmethod
+    def load(self) -> RawData:
+        """The raw table, each attribute's kind, the label column, and the checksums of what
+        was read (`RawData.checksums`, fingerprinted: they are of the bytes read)."""
+
+    @abstractmethod
+    def provenance(self) -> str:
+        """Where the table comes from, in one line: config.yaml's `data_source`
+        (`RawData.source`), said without reading the table."""
+
+    def check_offline(self, attributes: str | list[str]) -> None:
+        """What `validate` can check with no network and no download (a name, attribute
+        names, a local file being there): a `UserError` naming the field if not. Nothing,
+        for a source whose every check needs its data (a URL, a drawn or bundled table)."""
+        return None
+
+    def at_hand(self) -> bool:
+        """Whether `load` needs no download (its files cached and verified, or local), so
+        `validate` may read the table to check the sizes against its classes."""
+        return False
+
+    def cache_paths(self) -> list[Path]:
+        """The files under the download cache (`fetch.data_dir`) `load` reads or writes."""
+        return []
+
+    def inputs(self) -> dict[str, Path]:
+        """The user's own files `load` reads, by what the config calls them: a run must not
+        write over them."""
+        return {}
+
+    def drawn_shape(self) -> tuple[int, int, str] | None:
+        """(rows, features, kind) of a table drawn in memory before anything runs, for the
+        planner's memory check (`planning.check_synthetic`); None for a table read from files."""
+        return None
+
+
+class UciSource(Source):
+    """A dataset registered in `uci.REGISTRY`, by name: fetched (or found in the cache or
+    a mirror folder), checked against its pinned sha256s."""
+
+    spec: str
+
+    def load(self) -> RawData:
+        return uci.load_registered(self.spec, mirror=self.mirror)
+
+    def provenance(self) -> str:
+        return uci.provenance(uci.get_info(self.spec))
+
+    def check_offline(self, attributes: str | list[str]) -> None:
+        select_attributes(uci.get_info(self.spec), attributes)  # as a run checks them
+
+    def cache_paths(self) -> list[Path]:
+        return [fetch.data_dir() / file.path for file in uci.get_info(self.spec).files]
+
+    def at_hand(self) -> bool:
+        base = fetch.mirror_base(self.mirror)
+        folder = fetch._local_path(base) if base and not fetch._is_url(base) else None
+        files = uci.get_info(self.spec).files
+        return all(
+            (cached.is_file() and file_sha256(cached) == file.sha256)
+            or (folder is not None and (folder / file.path).is_file())
+            for file, cached in zip(files, self.cache_paths(), strict=True)
+        )
+
+
+class FileSource(Source):
+    """A user's own CSV/TSV: local (`LocalFileSource`) or a URL (`UrlSource`)."""
+
+    spec: FileDataset
+
+    def load(self) -> RawData:
+        return load_file_dataset(self.spec, base_dir=self.base_dir)
+
+    def provenance(self) -> str:
+        return _file_label(self.spec)
+
+
+class LocalFileSource(FileSource):
+    """A user's own CSV/TSV at `dataset.path` (read from the config's folder when relative)."""
+
+    def check_offline(self, attributes: str | list[str]) -> None:
+        table_path(self.spec, self.base_dir)  # there, and a regular file, as a run checks it
+
+    def at_hand(self) -> bool:
+        return (self.base_dir / str(self.spec.path)).is_file()
+
+    def inputs(self) -> dict[str, Path]:
+        return {"its dataset.path": self.base_dir / str(self.spec.path)}
+
+
+class UrlSource(FileSource):
+    """A user's own CSV/TSV at `dataset.url`, pinned by `dataset.sha256`, cached once fetched."""
+
+    def cache_paths(self) -> list[Path]:
+        return [fetch.url_cache_path(str(self.spec.url), str(self.spec.sha256))]
+
+
+class SklearnTableSource(Source):
+    """One of scikit-learn's bundled tables, `sklearn.datasets.<load_*>()`: no download."""
+
+    spec: SklearnSource
+
+    def load(self) -> RawData:
+        return load_sklearn(self.spec.sklearn)
+
+    def provenance(self) -> str:
+        return _sklearn_label(self.spec.sklearn)
+
+
+class SyntheticTableSource(Source):
+    """Rows drawn from a known distribution (`synthetic`), a pure function of the spec."""
+
+    spec: SyntheticSource
+
+    def load(self) -> RawData:
+        from genvdis.data import synthetic  # numba: loaded only where data are drawn
+
+        return synthetic.load_synthetic(self.spec.synthetic)
+
+    def provenance(self) -> str:
         from genvdis.data import synthetic
 
-        return synthetic.load_synthetic(source.synthetic)
-    if isinstance(source, SklearnSource):
-        return load_sklearn(source.sklearn)
-    raise UserError(f"dataset: unsupported source {source!r}")
+        return synthetic.provenance(self.spec.synthetic)
+
+    def drawn_shape(self) -> tuple[int, int, str]:
+        spec = self.spec.synthetic
+        return spec.n_rows, spec.n_features, spec.kind
+
+
+def _file_source(spec: FileDataset, base_dir: Path, mirror: str | None) -> Source:
+    """A file dataset names exactly one of a path and a URL (`FileDataset._one_source`)."""
+    kind = LocalFileSource if spec.url is None else UrlSource
+    return kind(spec, base_dir, mirror)
+
+
+# A config's `dataset` by its spec's type (`sections.DatasetSpec`): a registered name, a file
+# (local or URL), a synthetic draw, a bundled scikit-learn table.
+SOURCES: dict[type, Callable[[Any, Path, str | None], Source]] = {
+    str: UciSource,
+    FileDataset: _file_source,
+    SyntheticSource: SyntheticTableSource,
+    SklearnSource: SklearnTableSource,
+}
+
+
+def source_of(dataset: Any, base_dir: Path = Path("."), mirror: str | None = None) -> Source:
+    """The `Source` a config's `dataset` names; a relative path in it is read from `base_dir`."""
+    make = SOURCES.get(type(dataset))
+    if make is None:
+        raise UserError(f"dataset: unsupported source {dataset!r}")
+    return make(dataset, base_dir, mirror)
+
+
+def load_data(
+    config: ExperimentConfig, base_dir: Path = Path("."), mirror: str | None = None
+) -> RawData:
+    """The raw table a config names, from its source."""
+    return source_of(config.dataset, base_dir, mirror).load()
 
 
 FEW_VALUES = 10  # numbers with at most this many distinct values are inferred discrete
@@ -282,9 +442,19 @@ def load_file_dataset(spec: FileDataset, *, base_dir: Path = Path(".")) -> RawDa
         attributes=attributes,
         target=spec.target,
         checksums={path.name: checksum},
-        source=str(spec.url or spec.path),
+        source=_file_label(spec),
         doubtful={c: kind.refused for c, kind in inferred.items() if kind.refused},
     )
+
+
+def _file_label(spec: FileDataset) -> str:
+    return str(spec.url or spec.path)
+
+
+def _sklearn_label(name: str) -> str:
+    import sklearn
+
+    return f"scikit-learn {sklearn.__version__}: sklearn.datasets.{name}()"
 
 
 def load_sklearn(name: str) -> RawData:
@@ -323,5 +493,5 @@ def load_sklearn(name: str) -> RawData:
         attributes=attributes,
         target=frame.columns[-1],
         checksums={f"sklearn.datasets.{name}": digest},
-        source=f"scikit-learn {sklearn.__version__}: sklearn.datasets.{name}()",
+        source=_sklearn_label(name),
     )

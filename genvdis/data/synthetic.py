@@ -104,8 +104,16 @@ def draw(spec: SyntheticDataset) -> tuple[np.ndarray, np.ndarray]:
 
 
 def load_synthetic(spec: SyntheticDataset) -> RawData:
-    """A synthetic table as `datasource.load_data` wants it: features x001.., label column 'y'."""
+    """A synthetic table as `sources.load_data` wants it: features x001.., label column 'y'."""
     return raw_table(spec, *draw(spec))
+
+
+def provenance(spec: SyntheticDataset) -> str:
+    """A synthetic table's `data_source` line in config.yaml: every setting it is drawn from."""
+    return (
+        f"synthetic:{spec.kind},n_features={spec.n_features},informative={spec.informative},"
+        f"effect={spec.effect},n_rows={spec.n_rows},seed={spec.seed}"
+    )
 
 
 def raw_table(spec: SyntheticDataset, X: np.ndarray, y: np.ndarray) -> RawData:
@@ -122,16 +130,12 @@ def raw_table(spec: SyntheticDataset, X: np.ndarray, y: np.ndarray) -> RawData:
         frame = pd.DataFrame(X, columns=names)
     frame[TARGET] = y
     kind = "discrete" if spec.kind == "binary" else "continuous"
-    source = (
-        f"synthetic:{spec.kind},n_features={spec.n_features},informative={spec.informative},"
-        f"effect={spec.effect},n_rows={spec.n_rows},seed={spec.seed}"
-    )
     return RawData(
         frame=frame,
         attributes=dict.fromkeys(names, kind),
         target=TARGET,
         checksums={"spec": spec_hash(spec)},
-        source=source,
+        source=provenance(spec),
     )
 
 

@@ -9,7 +9,7 @@ its size (downloads stop at `fetch.SIZE_FACTOR` times it) or several addresses (
 housing, which UCI withdrew), so `_read_registry` reads the same lines with those added.
 Adding a dataset is its lines there, a `_registered` entry below and, if its format is new, a
 ten-line parser. Users' own files (a local CSV/TSV, or a URL pinned by sha256) and
-scikit-learn's bundled tables are read in `datasource`.
+scikit-learn's bundled tables are read in `sources`, where each kind of dataset is one `Source`.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ class RawData:
     source: str = ""
     # attributes whose kind could not be inferred (a few text cells among many numbers,
     # numbers with a decimal comma), each with the error that refuses it if a config uses it
-    # (datasource.infer_kind)
+    # (sources.infer_kind)
     doubtful: dict[str, str] = field(default_factory=dict)
 
 
@@ -307,8 +307,13 @@ def load_registered(name: str, *, mirror: str | None = None) -> RawData:
         attributes=dict(info.attributes),
         target=info.target,
         checksums={f.path: f.sha256 for f in info.files},
-        source=f"UCI: {', '.join(f.path for f in info.files)}",
+        source=provenance(info),
     )
+
+
+def provenance(info: DatasetInfo) -> str:
+    """A registered dataset's `data_source` line in config.yaml: the files it is read from."""
+    return f"UCI: {', '.join(f.path for f in info.files)}"
 
 
 def dataset_table() -> pd.DataFrame:
@@ -348,5 +353,6 @@ __all__ = [
     "fetch_dataset",
     "get_info",
     "load_registered",
+    "provenance",
     "summarize",
 ]

@@ -24,9 +24,8 @@ import pandas as pd
 from genvdis import __version__
 from genvdis._runtime import kernelcache, streams, tuning
 from genvdis.config.experiment import ExperimentConfig
-from genvdis.config.sections import FileDataset, SyntheticSource
 from genvdis.data.preprocessing import PreparedData, prepare
-from genvdis.data.sources import load_data
+from genvdis.data.sources import source_of
 from genvdis.data.uci import RawData
 from genvdis.experiment import parallel as backends
 from genvdis.experiment import planning, splits
@@ -190,31 +189,15 @@ def check_sizes(config: ExperimentConfig, data: PreparedData) -> None:
 def check_sizes_at_hand(
     config: ExperimentConfig, base_dir: Path, mirror: str | None = None
 ) -> bool:
-    """`validate`'s `check_sizes`, where the data need no download: a registered dataset whose
-    files are in the cache (checksums verified) or in a local mirror folder, a local file
-    (a relative path read from `base_dir`, the config's folder). Returns whether the data
-    were at hand (and so checked)."""
-    from genvdis.data import fetch
-    from genvdis.data import uci as datasets
-
-    source = config.dataset
-    if isinstance(source, str):
-        base = fetch.mirror_base(mirror)
-        folder = fetch._local_path(base) if base and not fetch._is_url(base) else None
-
-        def at_hand(file: fetch.RemoteFile) -> bool:
-            cached = fetch.data_dir() / file.path
-            if cached.is_file() and fetch.file_sha256(cached) == file.sha256:
-                return True
-            return folder is not None and (folder / file.path).is_file()
-
-        if not all(at_hand(file) for file in datasets.get_info(source).files):
-            return False
-    elif not isinstance(source, FileDataset) or source.path is None:
-        return False  # a URL (fetched), synthetic data (drawn), a bundled table: not read here
-    elif not (base_dir / source.path).is_file():
+    """`validate`'s `check_sizes`, where the data need no download (`Source.at_hand`: a
+    registered dataset whose files are in the cache, checksums verified, or in a local mirror
+    folder; a local file, a relative path read from `base_dir`, the config's folder). A URL
+    (fetched), synthetic data (drawn) and a bundled table are not read here. Returns whether
+    the data were at hand (and so checked)."""
+    source = source_of(config.dataset, base_dir, mirror)
+    if not source.at_hand():
         return False
-    check_sizes(config, prepare(load_data(config, base_dir, mirror), config))
+    check_sizes(config, prepare(source.load(), config))
     return True
 
 
@@ -264,10 +247,10 @@ def run_experiment(
     estimators.check_config(config, allow_imports)
     for line in config.unused_settings:
         log.warning("%s: %s: it changes nothing", config.name, line)
-    if isinstance(config.dataset, SyntheticSource):
-        spec = config.dataset.synthetic
-        planning.check_synthetic(spec.n_rows, spec.n_features, spec.kind, force)
-    data = prepare(raw if raw is not None else load_data(config, base_dir, mirror), config)
+    source = source_of(config.dataset, base_dir, mirror)
+    if (shape := source.drawn_shape()) is not None:  # drawn in memory before anything runs
+        planning.check_synthetic(*shape, force)
+    data = prepare(raw if raw is not None else source.load(), config)
     check_sizes(config, data)
     width = data.layout.n_continuous + sum(data.layout.levels) + 1
     plan = plan_tasks(config.size_grid, config.splits, config.block_size, width, data.n_rows)

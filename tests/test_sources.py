@@ -1,0 +1,191 @@
+"""genvdis.data.sources: each `Source` loads its table with the provenance a run records,
+checks offline what needs no download, and names the files it reads or caches; `source_of`
+maps a config's `dataset` to its source by type, so a new source runs end to end."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from genvdis import api
+from genvdis.config.experiment import parse_config
+from genvdis.config.sections import FileDataset, SklearnSource, SyntheticSource
+from genvdis.data import fetch, sources, synthetic, uci
+from genvdis.data.sources import (
+    SOURCES,
+    LocalFileSource,
+    SklearnTableSource,
+    Source,
+    SyntheticTableSource,
+    UciSource,
+    UrlSource,
+    source_of,
+)
+from genvdis.data.uci import RawData
+from genvdis.errors import UserError
+
+ROWS = (f"{i},{'xy'[i % 2]},{'no' if i % 3 else 'yes'}\n" for i in range(30))
+TABLE = "a,b,label\n" + "".join(ROWS)
+
+
+@pytest.fixture
+def table(tmp_path: Path) -> Path:
+    path = tmp_path / "t.csv"
+    path.write_text(TABLE)
+    return path
+
+
+def test_source_of_maps_each_spec_type_to_its_source(tmp_path):
+    """The table keyed by spec type: a name, a path, a URL, a bundled and a drawn table."""
+    drawn = SyntheticSource.model_validate({"synthetic": {"kind": "gaussian", "n_features": 2}})
+    cases = [
+        ("lenses", UciSource),
+        (FileDataset(path="t.csv", target="label"), LocalFileSource),
+        (FileDataset(url="http://x/t.csv", sha256="0" * 64, target="label"), UrlSource),
+        (SklearnSource(sklearn="load_iris"), SklearnTableSource),
+        (drawn, SyntheticTableSource),
+    ]
+    for spec, kind in cases:
+        source = source_of(spec, tmp_path)
+        assert type(source) is kind and source.spec is spec and source.base_dir == tmp_path
+    with pytest.raises(UserError, match="dataset: unsupported source"):
+        source_of(3.5)
+
+
+def test_uci_source(mirror_env):
+    """A registered set: loads from the mirror with the line config.yaml records, checks its
+    name and attribute names offline, caches its files under the data folder."""
+    source = source_of("lenses")
+    raw = source.load()
+    assert raw.source == source.provenance() == "UCI: lenses/lenses.data"
+    assert raw.checksums == {f.path: f.sha256 for f in uci.get_info("lenses").files}
+    assert source.cache_paths() == [fetch.data_dir() / "lenses/lenses.data"]
+    assert source.at_hand() and source.drawn_shape() is None and source.inputs() == {}
+    source.check_offline("all")
+    with pytest.raises(UserError, match="nonsense"):
+        source.check_offline(["nonsense"])
+    with pytest.raises(UserError, match="'nowhere' is not registered"):
+        source_of("nowhere").check_offline("all")
+
+
+def test_uci_source_not_at_hand_without_its_files(tmp_path, monkeypatch):
+    monkeypatch.setenv(fetch.DATA_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv(fetch.MIRROR_ENV, "https://example.invalid/uci/")
+    assert not source_of("lenses").at_hand()
+
+
+def test_local_file_source(table):
+    """A local file: read from the config's folder, recorded by its path and its bytes'
+    sha256; offline, it must be there and a regular file; a run may not write over it."""
+    spec = FileDataset(path="t.csv", target="label")
+    source = source_of(spec, table.parent)
+    raw = source.load()
+    assert raw.source == source.provenance() == "t.csv"
+    assert raw.checksums == {"t.csv": hashlib.sha256(table.read_bytes()).hexdigest()}
+    assert raw.attributes == {"a": "continuous", "b": "discrete"}
+    assert source.inputs() == {"its dataset.path": table}
+    assert source.at_hand() and source.cache_paths() == []
+    source.check_offline("all")
+    with pytest.raises(UserError, match="dataset.path: t.csv not found"):
+        source_of(spec, table.parent / "elsewhere").check_offline("all")
+    os.mkfifo(table.parent / "pipe.csv")
+    pipe = source_of(FileDataset(path="pipe.csv", target="label"), table.parent)
+    with pytest.raises(UserError, match="dataset.path: pipe.csv is not a regular file"):
+        pipe.check_offline("all")
+
+
+def test_url_source(serve, table, tmp_path, monkeypatch):
+    """A URL pinned by sha256: fetched into its cache path, recorded by its URL and pin;
+    nothing to check offline (no download in `validate`), never at hand."""
+    monkeypatch.setenv(fetch.DATA_ENV, str(tmp_path / "cache"))
+    sha = hashlib.sha256(table.read_bytes()).hexdigest()
+    url = serve(table.parent) + "t.csv"
+    source = source_of(FileDataset(url=url, sha256=sha, target="label"))
+    assert source.cache_paths() == [tmp_path / "cache" / "user" / sha[:16] / "t.csv"]
+    source.check_offline("all")  # no network
+    assert not source.cache_paths()[0].exists() and not source.at_hand()
+    raw = source.load()
+    assert raw.source == source.provenance() == url
+    assert raw.checksums == {"t.csv": sha}
+    assert source.cache_paths()[0].read_bytes() == table.read_bytes()
+    assert source.inputs() == {}
+
+
+def test_sklearn_source():
+    """A bundled table: recorded by scikit-learn's version and loader; a loader that
+    downloads is refused when the config is read, the error naming `dataset`."""
+    import sklearn
+
+    source = source_of(SklearnSource(sklearn="load_iris"))
+    raw = source.load()
+    assert raw.source == source.provenance()
+    version = sklearn.__version__
+    assert source.provenance() == f"scikit-learn {version}: sklearn.datasets.load_iris()"
+    assert list(raw.checksums) == ["sklearn.datasets.load_iris"] and raw.target == "target_name"
+    assert not source.at_hand() and source.cache_paths() == [] and source.inputs() == {}
+    config = {"name": "x", "target": {"positive": ["1"]}, "sizes": [10]}
+    with pytest.raises(UserError, match=r"^c: dataset: sklearn.datasets.fetch_covtype downloads"):
+        parse_config({**config, "dataset": {"sklearn": "fetch_covtype"}}, "c")
+
+
+def test_synthetic_source():
+    """A drawn table: recorded by every setting it is drawn from; its shape goes to the
+    planner's memory check before it is drawn."""
+    spec = SyntheticSource.model_validate(
+        {"synthetic": {"kind": "binary", "n_features": 3, "n_rows": 50}}
+    )
+    source = source_of(spec)
+    raw = source.load()
+    assert raw.source == source.provenance() == synthetic.provenance(spec.synthetic)
+    assert raw.checksums == {"spec": synthetic.spec_hash(spec.synthetic)}
+    assert source.drawn_shape() == (50, 3, "binary")
+    assert not source.at_hand() and source.cache_paths() == []
+
+
+class ToySource(Source):
+    """A source added in a test: a fixed table, not read from anywhere."""
+
+    def load(self) -> RawData:
+        rows = 40
+        frame = pd.DataFrame(
+            {
+                "u": [str(i / rows) for i in range(rows)],
+                "v": ["p" if i % 4 else "q" for i in range(rows)],
+                "y": ["1" if i % 2 else "0" for i in range(rows)],
+            }
+        )
+        return RawData(
+            frame=frame,
+            attributes={"u": "continuous", "v": "discrete"},
+            target="y",
+            checksums={"toy": "0" * 64},
+            source=self.provenance(),
+        )
+
+    def provenance(self) -> str:
+        return f"toy: {self.spec.sklearn}"
+
+
+def test_a_new_source_runs_end_to_end(tmp_path, monkeypatch):
+    """A `Source` registered in the table runs through `api.run` as the built-in ones do:
+    its table is fitted and its provenance recorded in config.yaml."""
+    monkeypatch.setitem(SOURCES, SklearnSource, ToySource)
+    config = parse_config(
+        {
+            "name": "toy",
+            "dataset": {"sklearn": "load_toy"},
+            "target": {"positive": ["1"]},
+            "sizes": [6, 10],
+            "splits": 3,
+        }
+    )
+    results = api.run(config, out=tmp_path)
+    assert results.config["data_source"] == "toy: load_toy"
+    assert results.config["data_checksums"] == {"toy": "0" * 64}
+    assert results.config["n_rows"] == 40
+    assert set(results.models) == {"naive_bayes", "logistic_regression"}
+    assert sources.source_of(config.dataset).provenance() == "toy: load_toy"
