@@ -56,6 +56,20 @@ def test_source_of_maps_each_spec_type_to_its_source(tmp_path):
         source_of(3.5)
 
 
+def test_a_relative_path_is_read_from_the_config_folder(tmp_path):
+    """Only a relative `dataset.path` ties a config to its file's folder (`read_from`)."""
+    from genvdis.config.experiment import read_from
+
+    assert FileDataset(path="t.csv", target="y").relative_path == "t.csv"
+    assert FileDataset(path=str(tmp_path / "t.csv"), target="y").relative_path is None
+    assert FileDataset(url="http://x/t.csv", sha256="0" * 64, target="y").relative_path is None
+    base = {"name": "x", "target": {"positive": ["1"]}, "sizes": [10]}
+    own = parse_config({**base, "dataset": {"path": "t.csv", "target": "y"}})
+    assert read_from(own, tmp_path / "c.yaml").data_dir == tmp_path
+    registered = parse_config({**base, "dataset": "lenses"})
+    assert read_from(registered, tmp_path / "c.yaml").data_dir == Path(".")
+
+
 def test_uci_source(mirror_env):
     """A registered set: loads from the mirror with the line config.yaml records, checks its
     name and attribute names offline, caches its files under the data folder."""

@@ -41,7 +41,7 @@ class Source(ABC):
     `base_dir` is the folder a relative path in the spec is read from (the config's);
     `mirror` replaces the UCI address (`fetch.mirror_base`)."""
 
-    def __init__(self, spec: Any, base_dir: Path = Path("."), mirror: str | None = None):
+    def __init__(self, spec: Any, base_dir: Path = Path("."), mirror: str | None = None) -> None:
         self.spec, self.base_dir, self.mirror = spec, base_dir, mirror
 
     @abstractmethod
@@ -495,3 +495,23 @@ def load_sklearn(name: str) -> RawData:
         checksums={f"sklearn.datasets.{name}": digest},
         source=_sklearn_label(name),
     )
+
+
+__all__ = [
+    "SOURCES",
+    "FileSource",
+    "Inferred",
+    "LocalFileSource",
+    "SklearnTableSource",
+    "Source",
+    "SyntheticTableSource",
+    "UciSource",
+    "UrlSource",
+    "infer_kind",
+    "load_data",
+    "load_file_dataset",
+    "load_sklearn",
+    "read_file_table",
+    "source_of",
+    "table_path",
+]
