@@ -31,9 +31,9 @@ Seed = Annotated[int, Field(ge=0, le=MAX_SEED)]
 
 
 def dump_without_unset(model: BaseModel, handler: Any, *keys: str) -> dict[str, Any]:
-    """A section's dump without the newer optional `keys` left unset: a config that does not
-    use them is written as before they existed, so its resolved config, fingerprint and
-    results stay byte-identical (for `model_serializer(mode="wrap")`)."""
+    """A section's dump without the optional `keys` left unset: a config that does not use
+    them has no trace of them in its resolved config, so its fingerprint and results do not
+    depend on keys it never set (for `model_serializer(mode="wrap")`)."""
     data = handler(model)
     for key in keys:
         if getattr(model, key) is None:
