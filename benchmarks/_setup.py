@@ -11,8 +11,8 @@ from genvdis.data.preprocessing import PreparedData, prepare
 from genvdis.data.sources import load_data
 from genvdis.experiment.engine import Protocol
 from genvdis.experiment.scoring import EncodedData
+from genvdis.models.base import LinearModel
 from genvdis.models.estimators import build_models
-from genvdis.models.generative import LinearModel
 
 
 class Setup(NamedTuple):

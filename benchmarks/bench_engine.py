@@ -35,8 +35,8 @@ from threadpoolctl import threadpool_limits
 from genvdis.experiment.engine import Protocol, run_block
 from genvdis.experiment.planning import plan_tasks
 from genvdis.experiment.splits import draw_block
-from genvdis.models.generative import NaiveBayes
 from genvdis.models.logistic.separable.hyperplanes import signed_rows
+from genvdis.models.naive_bayes import NaiveBayes
 
 from _setup import load
 

@@ -39,10 +39,10 @@ from sampler_mixing import newton_starts
 
 from genvdis._runtime.streams import stream_keys
 from genvdis._runtime.tuning import one_thread
-from genvdis.config.sections import TRAJECTORIES
 from genvdis.experiment.engine import run_block
 from genvdis.experiment.splits import draw_block
 from genvdis.models.logistic.separable import hyperplanes, sampler
+from genvdis.models.logistic_regression import TRAJECTORIES
 
 from _setup import Setup, load
 

@@ -29,12 +29,12 @@ import numpy as np
 
 from genvdis._runtime.streams import stream_keys
 from genvdis._runtime.tuning import one_thread
-from genvdis.config.sections import TRAJECTORIES
 from genvdis.experiment.engine import run_block
 from genvdis.experiment.splits import draw_block
 from genvdis.models.logistic._layouts import Gathered
 from genvdis.models.logistic.binary import SAMPLER_BYTES, TINY_RIDGE, LogisticRegression
 from genvdis.models.logistic.separable import hyperplanes, sampler
+from genvdis.models.logistic_regression import TRAJECTORIES
 
 from _setup import load
 

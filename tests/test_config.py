@@ -9,8 +9,11 @@ import pytest
 import yaml
 
 from genvdis.config.experiment import load_config, parse_config
-from genvdis.config.sections import LDASpec, LogisticRegressionSpec, NaiveBayesSpec, SizeRange
+from genvdis.config.sections import SizeRange
 from genvdis.errors import UserError
+from genvdis.models.lda import LDASpec
+from genvdis.models.logistic_regression import LogisticRegressionSpec
+from genvdis.models.naive_bayes import NaiveBayesSpec
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -181,11 +181,12 @@ def test_every_compiled_function_names_its_own_floating_point_flags():
 PROBE = """
 import hashlib, numpy as np
 from sklearn.datasets import load_breast_cancer
-from genvdis.models import multiclass
+from genvdis.experiment import scoring as multiclass
 from genvdis.models.logistic import _newton as newton
 from genvdis.models.logistic.separable import hyperplanes, sampler
 from genvdis.models.logistic._layouts import Gathered
-from genvdis.models.generative import LDA, NaiveBayes
+from genvdis.models.lda import LDA
+from genvdis.models.naive_bayes import NaiveBayes
 from genvdis.data.preprocessing import FeatureLayout
 X, y = load_breast_cancer(return_X_y=True)
 Z = (X - X.min(0)) / (X.max(0) - X.min(0))
@@ -205,7 +206,7 @@ for model in (NaiveBayes(FeatureLayout(30)), LDA(FeatureLayout(30))):
     out.update(fit.coef.tobytes() + fit.intercept.tobytes())
 coef = np.random.default_rng(9).normal(size=(3, 4, 31))
 Z1 = np.concatenate([Z, np.ones((len(y), 1))], axis=1)
-out.update(multiclass.count_errors(Z1, y * 3 // 1, coef, idx[:3, :40]).tobytes())
+out.update(multiclass._count_argmax_errors(Z1, y * 3 // 1, coef, idx[:3, :40]).tobytes())
 print(out.hexdigest())
 """
 

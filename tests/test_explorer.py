@@ -110,7 +110,7 @@ def test_collect_groups_variants_under_their_paper_panel(known):
     assert runs["examples/toy-three"]["settings"] == "+lda"
     assert [m["name"] for m in data["models"]] == [an.NB, an.LR, "lda"]
     assert data["models"][1] == dict(
-        name=an.LR, label="logistic regression", color="#d62728", dash="7 4"
+        name=an.LR, label="logistic regression", color="#d62728", dash="7 4", short="LR"
     )
 
 

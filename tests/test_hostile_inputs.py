@@ -31,7 +31,7 @@ from genvdis.data import fetch
 from genvdis.data.preprocessing import FeatureLayout
 from genvdis.experiment import scoring
 from genvdis.experiment.scoring import EncodedData, NonFiniteDecisions, count_errors
-from genvdis.models import generative as models
+from genvdis.models import naive_bayes as models
 from genvdis.models.logistic._solves import pseudo_inverse_steps
 
 N_ROWS = 40

@@ -20,14 +20,19 @@ from scipy.optimize import linprog
 from genvdis._runtime import portable, streams
 from genvdis._runtime.streams import stream_keys
 from genvdis.config.experiment import load_config
-from genvdis.config.sections import TRAJECTORIES, LogisticRegressionSpec, NaiveBayesSpec
 from genvdis.data import sources as datasource
 from genvdis.data.preprocessing import FeatureLayout, prepare
 from genvdis.experiment import engine, scoring, splits
-from genvdis.models.generative import LogisticRegression, NaiveBayes, build_model
 from genvdis.models.logistic.separable import _lp as lp
 from genvdis.models.logistic.separable import hyperplanes, sampler
 from genvdis.models.logistic.softmax import constraint_rows
+from genvdis.models.logistic_regression import (
+    TRAJECTORIES,
+    LogisticRegression,
+    LogisticRegressionSpec,
+)
+from genvdis.models.naive_bayes import NaiveBayes, NaiveBayesSpec
+from genvdis.models.registry import build_model
 
 REPO = Path(__file__).resolve().parents[1]
 TOL = hyperplanes.MARGIN_TOL

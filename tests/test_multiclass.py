@@ -21,9 +21,10 @@ from sklearn.naive_bayes import CategoricalNB, GaussianNB
 
 from genvdis.data.preprocessing import FeatureLayout
 from genvdis.errors import UserError
+from genvdis.experiment import scoring as multiclass
 from genvdis.experiment import splits
-from genvdis.models import multiclass
-from genvdis.models.generative import LDA, LogisticRegression, NaiveBayes
+from genvdis.experiment.scoring import _count_argmax_errors as count_errors
+from genvdis.models.lda import LDA, MultiLDA
 from genvdis.models.logistic import _softmax_cg as softmax_cg
 from genvdis.models.logistic import softmax
 from genvdis.models.logistic.binary import standard_basis
@@ -38,7 +39,8 @@ from genvdis.models.logistic.softmax import (
     margins,
     newton_softmax,
 )
-from genvdis.models.multiclass import MultiLDA, MultiNaiveBayes, count_errors
+from genvdis.models.logistic_regression import LogisticRegression
+from genvdis.models.naive_bayes import MultiNaiveBayes, NaiveBayes
 
 LEVELS = (3, 4, 2)
 
@@ -511,7 +513,7 @@ def test_count_errors_in_chunks_of_rows_counts_as_at_once(monkeypatch):
     expected = [
         ((np.argmax(Z1 @ c.T, axis=1) != y) & mask[k % S]).sum() for k, c in enumerate(coef)
     ]
-    monkeypatch.setattr(multiclass, "SCORE_BYTES", 8 * 2 * S * K * 7)  # 7 rows a chunk
+    monkeypatch.setattr(multiclass, "ARGMAX_BYTES", 8 * 2 * S * K * 7)  # 7 rows a chunk
     np.testing.assert_array_equal(count_errors(Z1, y, coef, train, mask), expected)
 
 

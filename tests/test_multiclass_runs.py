@@ -18,8 +18,9 @@ from genvdis.data.preprocessing import make_labels, prepare
 from genvdis.data.sources import load_data
 from genvdis.errors import UserError
 from genvdis.experiment import splits
+from genvdis.models.lda import MultiLDA
 from genvdis.models.logistic.softmax import MultiLogisticRegression
-from genvdis.models.multiclass import MultiLDA, MultiNaiveBayes
+from genvdis.models.naive_bayes import MultiNaiveBayes
 
 CONFIG = """\
 name: three

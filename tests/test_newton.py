@@ -17,7 +17,6 @@ from genvdis.config.experiment import load_config
 from genvdis.data.preprocessing import prepare
 from genvdis.data.sources import load_data
 from genvdis.experiment import engine, splits
-from genvdis.models.generative import build_model
 from genvdis.models.logistic import _kernels as logistic_kernels
 from genvdis.models.logistic import _layouts as layouts
 from genvdis.models.logistic import _solves as newton_solves
@@ -25,6 +24,7 @@ from genvdis.models.logistic import _sparsest_first as sparsest_first
 from genvdis.models.logistic._layouts import Gathered, Sparse
 from genvdis.models.logistic._newton import newton_logistic
 from genvdis.models.logistic.binary import TINY_RIDGE
+from genvdis.models.registry import build_model
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -22,10 +22,10 @@ from sklearn.datasets import load_breast_cancer, load_wine
 
 from genvdis.data.preprocessing import FeatureLayout
 from genvdis.experiment import splits
-from genvdis.models.generative import LDA, NaiveBayes
+from genvdis.models.lda import LDA, MultiLDA
 from genvdis.models.logistic.binary import LogisticRegression
 from genvdis.models.logistic.softmax import MultiLogisticRegression
-from genvdis.models.multiclass import MultiLDA, MultiNaiveBayes
+from genvdis.models.naive_bayes import MultiNaiveBayes, NaiveBayes
 
 # factors for every attribute at once, and one of a factor per attribute (see `_factors`)
 FACTORS = [1e-6, 1e6, 1e-150, 1e15, "mixed"]

@@ -8,8 +8,8 @@ import numpy as np
 from tables import mixed_data
 
 from genvdis.data.preprocessing import FeatureLayout
+from genvdis.experiment import scoring as multiclass
 from genvdis.experiment.scoring import EncodedData, count_errors
-from genvdis.models import multiclass
 
 
 def test_count_errors_counts_per_split_and_model():
@@ -146,7 +146,7 @@ def test_values_within_a_classifiers_tie_bound_are_decided_as_zero():
 
 
 def test_k_class_scores_within_the_tie_bound_go_to_the_lowest_class():
-    """multiclass.count_errors: class 2's score is class 1's plus 2^-46 (exact: dyadic
+    """scoring.count_errors (K classes): class 2's score is class 1's plus 2^-46 (exact: dyadic
     weights); under a tie bound of 1e-12 the two tie and class 1 wins (class 0, score 0, where
     class 1's is 0 too), without one class 2 wins wherever class 1's score is >= 0."""
     rng = np.random.default_rng(12)
@@ -169,6 +169,6 @@ def test_k_class_scores_within_the_tie_bound_go_to_the_lowest_class():
     assert (score == 0).sum(axis=0).min() >= 2
     for ties, predicted in ((np.full(L, 1e-12), np.where(score > 0, 1, 0)),
                             (None, np.where(score >= 0, 2, 0))):  # fmt: skip
-        got = multiclass.count_errors(Z1, y, coef, train, None, ties)
+        got = multiclass._count_argmax_errors(Z1, y, coef, train, None, ties)
         for k in range(L):
             assert got[k] == int((predicted[:, k] != y)[tested[k]].sum()), k

@@ -137,7 +137,8 @@ def test_error_counts_without_a_test_mask_equal_the_masked_ones():
     from genvdis.data.preprocessing import FeatureLayout
     from genvdis.experiment.engine import Protocol, run_block
     from genvdis.experiment.scoring import EncodedData
-    from genvdis.models.generative import LogisticRegression, NaiveBayes
+    from genvdis.models.logistic_regression import LogisticRegression
+    from genvdis.models.naive_bayes import NaiveBayes
 
     rng = np.random.default_rng(0)
     X = rng.uniform(size=(120, 3))

@@ -128,7 +128,7 @@ VARY_ERRORS = [
     (["--vary", "seed=1:05"], "--vary seed=1:05: '1:05' would be read as 65 (colons make it "
      "base 60)"),
     (["--vary", "sparable=ridge"], "--vary sparable=ridge: no config key 'sparable' (a dotted "
-     "config key, or separable, laplace, continuous, bins)"),
+     "config key, or laplace, separable, continuous, bins)"),
     (["--vary", "name=other"], "--vary name=other: 'name' cannot vary (it names the run "
      "folder)"),
     (["--vary", "split=a/b"], "--vary split=a/b: 'a/b' cannot be part of a folder name"),

@@ -29,7 +29,7 @@ PREFIX = "genvdis-numba-"
 # every module that defines a compiled function (tests/test_kernelcache.py checks the list)
 KERNEL_MODULES = (
     "_runtime.portable", "_runtime.streams", "experiment.scoring", "experiment.splits",
-    "models.generative", "models.multiclass", "models.logistic.binary", "models.logistic._kernels",
+    "models.naive_bayes", "models.logistic.binary", "models.logistic._kernels",
     "models.logistic._quasi_start", "models.logistic._solves", "models.logistic._sparsest_first",
     "models.logistic.separable.hyperplanes", "models.logistic.separable.sampler",
 )  # fmt: skip

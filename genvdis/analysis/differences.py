@@ -16,12 +16,13 @@ import pandas as pd
 
 from genvdis.analysis import fits, shape
 from genvdis.errors import UserError
+from genvdis.models import registry
 from genvdis.store.results import t_quantile
 
-NB = "naive_bayes"
+NB = "naive_bayes"  # the paper's pair, whose verdicts are named NB_BETTER, LR_BETTER
 LR = "logistic_regression"
-GENERATIVE = ("naive_bayes", "lda")
-DISCRIMINATIVE = ("logistic_regression",)
+GENERATIVE = registry.family("generative")
+DISCRIMINATIVE = registry.family("discriminative")
 
 TWO_REGIMES = "two regimes"
 NB_BETTER = "NB better throughout"

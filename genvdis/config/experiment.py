@@ -23,9 +23,7 @@ from pydantic import (
 from genvdis.config._yaml import read_yaml
 from genvdis.config.sections import (
     DatasetSpec,
-    LogisticRegressionSpec,
     ModelList,
-    NaiveBayesSpec,
     Preprocessing,
     Seed,
     SizeRange,
@@ -34,6 +32,8 @@ from genvdis.config.sections import (
     dump_without_unset,
 )
 from genvdis.errors import UserError
+from genvdis.models.logistic_regression import LogisticRegressionSpec
+from genvdis.models.naive_bayes import NaiveBayesSpec
 from genvdis.store import names as resultnames
 
 Model = TypeVar("Model", bound=BaseModel)
@@ -209,8 +209,12 @@ class ExperimentConfig(RunConfig):
         as they change no number (a sweep may vary them on purpose: docs/sweeps.md)."""
         found = [f"preprocessing.{line}" for line in self.preprocessing.unused()]
         for spec in self.models:
-            if isinstance(spec, LogisticRegressionSpec):
-                found += [f"models.{spec.name}.{line}" for line in spec.unused()]
+            fields = type(spec).model_fields
+            found += [
+                f"models.{spec.name}.{key}: {getattr(spec, key)} {why}"
+                for key, why in spec.ignored().items()
+                if getattr(spec, key) != fields[key].default
+            ]
         return found
 
     @property

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import re
 from pathlib import PurePath
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Union
 
 import numpy as np
 from pydantic import (
     AfterValidator,
     BaseModel,
     BeforeValidator,
-    ConfigDict,
     Discriminator,
     Field,
     Tag,
@@ -24,6 +23,9 @@ from pydantic import (
     model_serializer,
     model_validator,
 )
+
+from genvdis.models.base import StrictModel, StrictSpec
+from genvdis.models.registry import builtin_models, builtin_names
 
 # Seeds are hashed as signed 64-bit integers (genvdis._runtime.streams).
 MAX_SEED = 2**63 - 1
@@ -39,13 +41,6 @@ def dump_without_unset(model: BaseModel, handler: Any, *keys: str) -> dict[str, 
         if getattr(model, key) is None:
             data.pop(key, None)
     return data
-
-
-class StrictModel(BaseModel):
-    """Every config section: unknown keys are errors, values are frozen once validated, and
-    types are strict (`splits: true` is not 1, `seed: 2.0` is not 2)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 # --- dataset sources -------------------------------------------------------------------------
@@ -241,53 +236,16 @@ class Preprocessing(StrictModel):
 # --- models ----------------------------------------------------------------------------------
 
 
-class NaiveBayesSpec(StrictModel):
-    name: Literal["naive_bayes"] = "naive_bayes"
-    laplace: float = Field(default=1.0, gt=0)
-    var_smoothing: float = Field(default=1e-9, ge=0)
-
-
-# Trajectories per random separating hyperplane, the default of `mcmc_iterations`:
-# benchmarks/sampler_mixing.py finds no bias at 3 standard errors on a hard training set of any
-# separable panel from 20 on (sonar at m = 155: 15 at 3, 4.7 at 10); 30 leaves a margin
-# (docs/separable.md).
-TRAJECTORIES = 30
-
-
-class LogisticRegressionSpec(StrictModel):
-    name: Literal["logistic_regression"] = "logistic_regression"
-    separable: Literal["sample", "max_margin", "ridge"] = "sample"
-    C: float = Field(default=1.0, gt=0, description="inverse L2 strength for separable: ridge")
-    mcmc_iterations: int = Field(
-        default=TRAJECTORIES, ge=1, description="exact-HMC trajectories per separating hyperplane"
-    )
-    max_iter: int = Field(default=100, ge=1)
-    tol: float = Field(default=1e-8, gt=0)
-
-    def unused(self) -> list[str]:
-        """Parameters set away from their default that this model's `separable` rule never
-        reads (C: ridge only; mcmc_iterations: sample only), each as '<key>: <why>'."""
-        acts = {"C": "ridge", "mcmc_iterations": "sample"}
-        return [
-            f"{key}: {getattr(self, key)} acts only under separable: {rule}, not {self.separable}"
-            for key, rule in acts.items()
-            if self.separable != rule and getattr(self, key) != type(self).model_fields[key].default
-        ]
-
-
-class LDASpec(StrictModel):
-    name: Literal["lda"] = "lda"
-    epsilon: float = Field(default=1e-4, ge=0)
-
-
-BUILTIN_MODELS = ("naive_bayes", "logistic_regression", "lda")
+# The built-in models' specs live in their model files (`genvdis.models`, found by its
+# registry).
+BUILTIN_MODELS = builtin_names()
 # A dotted import path (module.Class); which ones may be imported is genvdis/models/estimators.py's
 # allow-list, checked before anything is imported.
 IMPORT_PATH = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$"
 MODEL_NAME = r"^[A-Za-z][A-Za-z0-9_.-]*$"
 
 
-class EstimatorSpec(StrictModel):
+class EstimatorSpec(StrictSpec):
     """Any classifier with fit/predict, named by import path (genvdis/models/estimators.py): fitted
     and scored per split on the same rows as the built-in models. `name` labels its rows."""
 
@@ -325,7 +283,7 @@ class UnknownModel(StrictModel):
         name = entry.get("name") if isinstance(entry, dict) else entry
         what = f"'{name}' is not a built-in model" if name else "no model named"
         raise ValueError(
-            f"{what} (naive_bayes, logistic_regression, lda); an estimator entry is "
+            f"{what} ({', '.join(BUILTIN_MODELS)}); an estimator entry is "
             "{name: ..., estimator: <import path>}"
         )
 
@@ -338,12 +296,15 @@ def _model_kind(entry: Any) -> str:
     return name if name in BUILTIN_MODELS else "unknown"
 
 
+# one tagged member per built-in model (its spec, tagged by its name), then the estimator
+# entries and the refusal of any other name
 ModelSpec = Annotated[
-    Annotated[NaiveBayesSpec, Tag("naive_bayes")]
-    | Annotated[LogisticRegressionSpec, Tag("logistic_regression")]
-    | Annotated[LDASpec, Tag("lda")]
-    | Annotated[EstimatorSpec, Tag("estimator")]
-    | Annotated[UnknownModel, Tag("unknown")],
+    Union[  # noqa: UP007 (a union built from the registry: `|` needs the members written out)
+        tuple(
+            [Annotated[info.spec, Tag(info.name)] for info in builtin_models()]
+            + [Annotated[EstimatorSpec, Tag("estimator")], Annotated[UnknownModel, Tag("unknown")]]
+        )
+    ],
     Discriminator(_model_kind),
 ]
 

@@ -21,13 +21,19 @@ from genvdis.config.experiment import (
     validate_mapping,
 )
 from genvdis.config.sections import (
-    LogisticRegressionSpec,
     ModelList,
-    NaiveBayesSpec,
     Seed,
     StrictModel,
     SyntheticDataset,
 )
+from genvdis.models.base import ModelInfo
+from genvdis.models.registry import builtin_models
+
+
+def _with_asymptote() -> list[ModelInfo]:
+    """The built-in models whose asymptotic error on the synthetic families is known
+    (`ModelInfo.asymptote`): the ones a theory config may name, and its default."""
+    return [info for info in builtin_models() if info.asymptote]
 
 
 class MGrid(StrictModel):
@@ -59,7 +65,7 @@ class TheoryConfig(RunConfig):
     epsilon: list[float] = Field(min_length=1)
     seed: Seed = 0
     models: ModelList = Field(
-        default_factory=lambda: [NaiveBayesSpec(), LogisticRegressionSpec()], min_length=1
+        default_factory=lambda: [info.spec() for info in _with_asymptote()], min_length=1
     )
     boot: int = Field(
         default=1000, ge=MIN_BOOT, le=MAX_BOOT, description="bootstrap resamples for m* intervals"
@@ -74,12 +80,11 @@ class TheoryConfig(RunConfig):
     @field_validator("models", mode="after")
     @classmethod
     def _known_asymptote(cls, value: list) -> list:
-        other = [m.name for m in value if m.name not in {"naive_bayes", "logistic_regression"}]
+        known = [info.name for info in _with_asymptote()]
+        other = [m.name for m in value if m.name not in known]
         if other:
-            raise ValueError(
-                f"'{other[0]}': the asymptotic error is known only for naive_bayes and "
-                "logistic_regression"
-            )
+            listed = ", ".join(known[:-1]) + " and " + known[-1] if len(known) > 1 else known[0]
+            raise ValueError(f"'{other[0]}': the asymptotic error is known only for {listed}")
         return value
 
     @field_validator("n", mode="after")

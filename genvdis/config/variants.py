@@ -24,11 +24,16 @@ from genvdis.config._yaml import read_yaml
 from genvdis.config.experiment import VARIANTS_KEY, ExperimentConfig, parse_config
 from genvdis.errors import UserError
 from genvdis.experiment.planning import FORCE
+from genvdis.models import registry
 
-# Short names for the keys a sweep varies most (docs/sweeps.md).
+# Short names for the keys a sweep varies most (docs/sweeps.md): each built-in model's own
+# (`ModelInfo.aliases`), then the preprocessing's.
 ALIASES = {
-    "separable": "models.logistic_regression.separable",
-    "laplace": "models.naive_bayes.laplace",
+    **{
+        alias: f"models.{info.name}.{field}"
+        for info in registry.builtin_models()
+        for alias, field in info.aliases.items()
+    },
     "continuous": "preprocessing.continuous",
     "bins": "preprocessing.bins",
 }

@@ -18,14 +18,13 @@ from genvdis.config.experiment import ExperimentConfig
 from genvdis.config.sections import Preprocessing, TargetSpec
 from genvdis.data.uci import DatasetInfo, RawData
 from genvdis.errors import UserError
+from genvdis.models.base import FeatureLayout
 
 MISSING_LEVEL = "?"
 # The largest continuous value accepted: its square, summed over a million rows, is still far
 # from double precision's overflow (~1.8e308), so no model's sums or Hessians overflow.
 MAX_VALUE = 1e100
 
-
-ENCODINGS = ("drop_first", "drop_last", "full")
 
 # Numbers written with commas, which float() does not read: ',' grouping thousands (12,345.6,
 # 1,234,567), or ',' as the decimal mark (1,5; 1.234,5). 1,500 fits both.
@@ -138,53 +137,6 @@ def keys_of(listed: list[str], text: pd.Series, keys: pd.Series) -> list[str]:
         known.get(label, label if np.isnan(number) else _number_key(label.strip(), number))
         for label, number in zip(listed, plain, strict=True)
     ]
-
-
-@dataclass(frozen=True)
-class FeatureLayout:
-    """Which columns of X are continuous (first), how many values each discrete one has, and
-    which level of each the reference coding drops (`encoding`, one of ENCODINGS)."""
-
-    n_continuous: int
-    levels: tuple[int, ...] = ()
-    encoding: str = "drop_first"
-
-    def __post_init__(self) -> None:
-        if self.encoding not in ENCODINGS:
-            raise ValueError(f"encoding must be one of {', '.join(ENCODINGS)}")
-
-    @property
-    def n_discrete(self) -> int:
-        return len(self.levels)
-
-    def reference_columns(self) -> np.ndarray:
-        """Where each column of the reference coding sits in the full one-hot coding: the
-        continuous columns, then each attribute's levels but the dropped one (the first, the
-        last, or none for `full`). Logistic regression's maximum-likelihood predictions do not
-        depend on which is dropped; the uniform law on separating hyperplanes does
-        (docs/separable.md)."""
-        columns, offset = list(range(self.n_continuous)), self.n_continuous
-        first, last = {"drop_first": (1, 0), "drop_last": (0, 1), "full": (0, 0)}[self.encoding]
-        for k in self.levels:
-            columns += range(offset + first, offset + k - last)
-            offset += k
-        return np.array(columns, dtype=np.int64)
-
-    def onehot(self, X: np.ndarray, reference: bool = False) -> np.ndarray:
-        """[continuous | one-hot of each discrete column]; `reference` keeps only the reference
-        coding's columns (`reference_columns`), which makes logistic regression identifiable
-        unless the encoding is `full`."""
-        X = np.asarray(X, dtype=float)
-        parts = [X[:, : self.n_continuous]]
-        for j, k in enumerate(self.levels):
-            codes = X[:, self.n_continuous + j].astype(np.int64)
-            block = np.zeros((X.shape[0], k))
-            block[np.arange(X.shape[0]), codes] = 1.0
-            parts.append(block)
-        full = np.hstack(parts) if parts else np.zeros((X.shape[0], 0))
-        # row-major as the data are: fancy indexing alone gives a column-major copy, on which
-        # the models' sums round differently
-        return np.ascontiguousarray(full[:, self.reference_columns()]) if reference else full
 
 
 @dataclass

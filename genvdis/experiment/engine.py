@@ -23,6 +23,7 @@ import pandas as pd
 
 from genvdis import __version__
 from genvdis._runtime import kernelcache, streams, tuning
+from genvdis._runtime.calls import in_short_calls
 from genvdis.config.experiment import ExperimentConfig
 from genvdis.data.preprocessing import PreparedData, prepare
 from genvdis.data.sources import source_of
@@ -31,8 +32,8 @@ from genvdis.experiment import parallel as backends
 from genvdis.experiment import planning, splits
 from genvdis.experiment.planning import Plan, plan_tasks
 from genvdis.experiment.scoring import EncodedData, count_errors
-from genvdis.models import estimators, multiclass
-from genvdis.models.linear import BatchFit, LinearModel
+from genvdis.models import estimators
+from genvdis.models.base import BatchFit, LinearModel
 from genvdis.progress import Progress, silent
 from genvdis.store import lock as runlock
 from genvdis.store import results, runfiles
@@ -116,32 +117,26 @@ def _fit_linear(data, models, m, block, protocol, train, test_mask) -> tuple[dic
 
 
 # Multiply-adds of one scoring call (rows x columns x classifiers): a block is scored in one
-# call up to this, else in pieces of splits of about planning.CALL_SECONDS (a 1,000,000-row
+# call up to this, else in pieces of splits of about calls.CALL_SECONDS (a 1,000,000-row
 # table's 114-split block took 10 s in one call, deaf to Ctrl-C).
 SCORE_WORK = 2**28
 
 
 def _score(data, models, classifiers, ties, train, test_mask) -> np.ndarray:
     """Test errors (models, S) of each model's classifiers (S, ...) and tie bounds (S,),
-    counted for all models at once, in pieces of splits (`planning.in_short_calls`): each
+    counted for all models at once, in pieces of splits (`calls.in_short_calls`): each
     split's count is its own, so the pieces change no number."""
     S, n_models = len(train), len(models)
-    rows = None
-    if isinstance(models[0], multiclass.MultiModel):  # K classes: argmax of the scores
-        rows = np.column_stack([data.onehot, np.ones(len(data.y))])
 
     def call(a: int, b: int) -> tuple[np.ndarray]:
         coef = np.concatenate([c[a:b] for c in classifiers])  # model-major, as count_errors'
         tie = np.concatenate([t[a:b] for t in ties])
         mask = None if test_mask is None else test_mask[a:b]
-        if rows is not None:
-            errors = multiclass.count_errors(rows, data.y, coef, train[a:b], mask, tie)
-        else:
-            errors = count_errors(data, coef, train[a:b], mask, tie)
+        errors = count_errors(data, coef, train[a:b], mask, tie)
         return (errors.reshape(n_models, b - a).T,)
 
     per_split = len(data.y) * classifiers[0][0].size * n_models
-    (errors,) = planning.in_short_calls(call, S, first=max(1, SCORE_WORK // max(per_split, 1)))
+    (errors,) = in_short_calls(call, S, first=max(1, SCORE_WORK // max(per_split, 1)))
     return np.ascontiguousarray(errors.T)
 
 

@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING
 import numba
 import numpy as np
 
-from genvdis._runtime import streams
+from genvdis._runtime import portable, streams
 from genvdis.models.logistic._kernels import dense_csr
 
 if TYPE_CHECKING:
     from genvdis.data.preprocessing import FeatureLayout, PreparedData
-    from genvdis.models.generative import BatchFit
+    from genvdis.models.base import BatchFit
 
 
 @dataclass
@@ -38,8 +38,9 @@ class EncodedData:
     scoring32: np.ndarray  # `scoring` in single precision: scoring's first, fast pass
     column_max: np.ndarray  # max |value| of each scoring column: bounds single's rounding
     sparse: SparseRows | None  # `scoring`'s nonzeros, where few: scoring's faster first pass
-    # what a model derives from the data for every batch (logistic regression's `shared`), by
-    # key: built once a run, where the fits run (`engine._fit_linear`); `replace` starts afresh
+    # what a model derives from the data for every batch (logistic regression's `shared`), and
+    # the K-class scoring rows (`count_errors`), by key: built once a run, where the fits run
+    # (`engine._fit_linear`); `replace` starts afresh
     derived: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
@@ -360,7 +361,15 @@ def count_errors(
     The product runs in single precision (twice the SIMD width of double: ~2x faster), and
     values too close to 0 for its rounding to decide are recomputed in double (see
     `_scoring_precision`). A decision value that is not finite counts as wrong, and raises
-    `NonFiniteDecisions` once all are counted: no such value is ever scored silently."""
+    `NonFiniteDecisions` once all are counted: no such value is ever scored silently.
+
+    K-class classifiers (K, C, D + 1), one score per class (`base.MultiModel`), are counted by
+    the argmax of their scores instead (`_count_argmax_errors`), in double."""
+    if classifiers.ndim == 3:
+        rows = data.derived.get(ROWS_KEY)
+        if rows is None:
+            rows = data.derived[ROWS_KEY] = np.column_stack([data.onehot, np.ones(len(data.y))])
+        return _count_argmax_errors(rows, data.y, classifiers, train, test_mask, ties)
     coef = np.ascontiguousarray(classifiers.T)
     K = classifiers.shape[0]
     ties = np.zeros(K) if ties is None else np.ascontiguousarray(ties, dtype=float)
@@ -395,3 +404,69 @@ def count_errors(
             errors,
         )
     return errors
+
+
+# K-class scores (rows x classifiers x classes) computed at once by `_count_argmax_errors`
+ARGMAX_BYTES = 32 * 2**20
+ROWS_KEY = "argmax rows"  # the one-hot rows with a column of ones, in `EncodedData.derived`
+
+
+def _count_argmax_errors(
+    Z1: np.ndarray,
+    y: np.ndarray,
+    coef: np.ndarray,
+    train: np.ndarray,
+    test_mask: np.ndarray | None = None,
+    ties: np.ndarray | None = None,
+) -> np.ndarray:
+    """Test errors of classifiers coef (L, K, D + 1) (the intercept last) on the rows Z1
+    (n, D + 1) (the data with a column of ones): the 0/1 loss of the argmax over classes, ties
+    to the lowest class, a score within ties[l] (L,) of the top one a tie (`BatchFit.ties`;
+    default: none). Classifier l belongs to split l % S, with training rows train[l % S]
+    (S, m); a split tests on every other row, or on the rows test_mask (S, n) marks.
+    Classifiers whose weights are not finite are a bug (the data are finite and bounded):
+    ArithmeticError, never a silent count."""
+    if not np.isfinite(coef).all():
+        bad = sorted({int(k) for k in np.flatnonzero(~np.isfinite(coef).all(axis=(1, 2)))})
+        raise ArithmeticError(f"classifiers {bad} have weights that are not finite")
+    L, K, width = coef.shape
+    S, n = train.shape[0], len(y)
+    ties = np.zeros(L) if ties is None else np.ascontiguousarray(ties, dtype=float)
+    if ties.shape != (L,) or not (ties >= 0).all() or not np.isfinite(ties).all():
+        raise ValueError(f"count_errors: ties must be {L} finite bounds >= 0")
+    tested = np.ones((S, n), dtype=bool) if test_mask is None else test_mask.copy()
+    if test_mask is None:
+        tested[np.arange(S)[:, None], train] = False
+    flat = np.ascontiguousarray(coef.reshape(L * K, width).T)  # (D + 1, L K)
+    chunk = max(1, ARGMAX_BYTES // (8 * L * K))
+    errors = np.zeros(L, dtype=np.int64)
+    labels = np.ascontiguousarray(y, dtype=np.int64)
+    for start in range(0, n, chunk):
+        scores = portable.matmul(Z1[start : start + chunk], flat).reshape(-1, L, K)
+        rows = slice(start, start + chunk)
+        _add_wrong(scores, labels[rows], tested[:, rows], ties, errors)
+    return errors
+
+
+@streams.jit
+def _add_wrong(scores, y, tested, ties, errors):  # noqa: ANN001, ANN202 (compiled)
+    """errors[c] += the rows i (scores (rows, L, K)) that classifier c, tested on them
+    (tested[c % S, i]), gives a class other than y[i]: the first largest score's (np.argmax's
+    rule, ties to the lowest class), a score within ties[c] of the largest tying it, in one
+    pass (1.6x as fast as argmax, compare, mask, sum in numpy)."""
+    S = tested.shape[0]
+    for i in range(scores.shape[0]):
+        for c in range(scores.shape[1]):  # classifier c
+            if not tested[c % S, i]:
+                continue
+            best, top = 0, scores[i, c, 0]
+            for k in range(1, scores.shape[2]):
+                if scores[i, c, k] > top:
+                    best, top = k, scores[i, c, k]
+            if ties[c] > 0.0:  # the lowest class tied with the top (ties 0: the first top)
+                for k in range(best):
+                    if scores[i, c, k] >= top - ties[c]:
+                        best = k
+                        break
+            if best != y[i]:
+                errors[c] += 1

@@ -64,21 +64,6 @@ class Planned:
 # --------------------------------------------------------------------------- designs
 
 
-def _unused_parameters(spec: dict[str, Any], layout) -> set[str]:
-    """A model's parameters that change nothing on this data (genvdis/models/generative.py): naive
-    Bayes' Laplace constant without discrete attributes and its variance smoothing without
-    continuous ones; logistic regression's C unless separable sets get a ridge fit, and its
-    sampler's trajectories unless they get a random separating hyperplane."""
-    unused = set()
-    if spec["name"] == "naive_bayes":
-        unused |= {"laplace"} if layout.n_discrete == 0 else set()
-        unused |= {"var_smoothing"} if layout.n_continuous == 0 else set()
-    if spec["name"] == "logistic_regression":
-        unused |= {"C"} if spec.get("separable") != "ridge" else set()
-        unused |= {"mcmc_iterations"} if spec.get("separable") != "sample" else set()
-    return unused
-
-
 @dataclass(frozen=True)
 class DataSummary:
     """What a variant's design takes from its prepared data, kept once per data setting
@@ -114,9 +99,9 @@ def design_key(config: ExperimentConfig, data: PreparedData | DataSummary) -> st
     if data.layout.n_discrete == 0:  # which one-hot level is dropped: only discrete data have one
         settings["preprocessing"].pop("encoding", None)
     settings["sizes"] = config.size_grid
-    settings["models"] = [
-        {k: v for k, v in spec.items() if k not in _unused_parameters(spec, data.layout)}
-        for spec in settings["models"]
+    settings["models"] = [  # each model's own word on what it reads on these data
+        {k: v for k, v in spec.items() if k not in model.ignored(data.layout)}
+        for model, spec in zip(config.models, settings["models"], strict=True)
     ]
     digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
     layout = (data.layout.n_continuous, data.layout.levels)

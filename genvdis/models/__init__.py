@@ -1,2 +1,3 @@
-"""The models: one file per built-in model, the logistic-regression solvers, scikit-learn
-estimators."""
+"""The models: one file per built-in model (naive_bayes, logistic_regression, lda), each
+declaring its `base.ModelInfo` that `registry` finds; the logistic-regression solvers
+(`logistic`); classifiers named by import path (`estimators`)."""

@@ -34,8 +34,8 @@ import numpy as np
 from genvdis._runtime import streams
 from genvdis.config.experiment import ExperimentConfig
 from genvdis.config.sections import EstimatorSpec
-from genvdis.data.preprocessing import FeatureLayout
 from genvdis.errors import UserError
+from genvdis.models.base import FeatureLayout
 
 ALWAYS_ALLOWED = "sklearn"
 MODULE_NAME = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*"
@@ -194,17 +194,14 @@ def build_models(
     specs: Iterable[Any], layout: FeatureLayout, allowed: Iterable[str] = (ALWAYS_ALLOWED,),
     n_classes: int = 2,
 ) -> list:  # fmt: skip
-    """A config's `models`, in order: estimator entries built here, the others by
-    `models.build_model` (`multiclass.build_model` for more than two classes)."""
-    from genvdis.models import multiclass
-    from genvdis.models.generative import build_model
+    """A config's `models`, in order: estimator entries built here, the built-in ones by the
+    registry (`registry.build_model`)."""
+    from genvdis.models.registry import build_model
 
     return [
         build(spec, layout, allowed)
         if isinstance(spec, EstimatorSpec)
-        else build_model(spec, layout)
-        if n_classes == 2
-        else multiclass.build_model(spec, layout, n_classes)
+        else build_model(spec, layout, n_classes)
         for spec in specs
     ]
 

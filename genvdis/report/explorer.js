@@ -7,7 +7,6 @@
   // variants' colours: matplotlib's tab10 without the models' blue, red, green and the
   // crossover's orange
   const PALETTE = ["#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"];
-  const SHORT = { naive_bayes: "NB", logistic_regression: "LR", lda: "LDA" };
   const MODELS = {};
   DATA.models.forEach((m) => { MODELS[m.name] = m; });
   const state = { panel: "all", xlog: true, models: {}, runs: {}, zoom: null };
@@ -39,7 +38,7 @@
     return signed && x >= 0 ? "+" + s : s;
   }
   function fmtM(x) { return x === null ? "—" : (Math.abs(x - Math.round(x)) < 1e-9 ? String(Math.round(x)) : x.toFixed(1)); }
-  function short(name) { return SHORT[name] || name; }
+  function short(name) { return MODELS[name] ? MODELS[name].short : name; }
   function esc(text) {  // titles come from configs: text, never markup, in a tooltip
     return String(text).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
   }

@@ -27,7 +27,7 @@ import pandas as pd
 
 from genvdis.analysis import differences as an
 from genvdis.errors import UserError
-from genvdis.report.styles import STYLES, TABLEAU, separable_span
+from genvdis.report.styles import SHORT, STYLES, TABLEAU, separable_span
 from genvdis.store import names as resultnames
 from genvdis.store import results
 from genvdis.store.runfiles import check_analysis, read_analysis, read_run_config, read_summary
@@ -256,8 +256,9 @@ def collect(results_dir: Path) -> dict[str, Any]:
 
 
 def _model_styles(panels: list[dict]) -> list[dict[str, str]]:
-    """Every model on the page with linestyles.STYLES' colour, dash and label; models it does
-    not know get dash-dots in colours of their own."""
+    """Every model on the page with styles.STYLES' colour, dash and label, and its short label
+    (styles.SHORT: the page's differences name models by it); models it does not know get
+    dash-dots in colours of their own, and their name."""
     names = [c["model"] for p in panels for r in p["runs"] for c in r["curves"]]
     others = iter(OTHER_COLOURS * len(names))
     out = []
@@ -267,6 +268,7 @@ def _model_styles(panels: list[dict]) -> list[dict[str, str]]:
             dict(
                 name=name,
                 label=style["label"],
+                short=SHORT.get(name, name),
                 color=TABLEAU[style["color"]],
                 dash=DASHES[style["linestyle"]],
             )

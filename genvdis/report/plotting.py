@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from genvdis.errors import UserError
-from genvdis.report.styles import STYLES, separable_span
+from genvdis.report.styles import SHORT, STYLES, separable_span
 from genvdis.store import names as resultnames
 from genvdis.store import results
 from genvdis.store.runfiles import read_run_config, read_summary
@@ -29,7 +29,6 @@ EXTRA_LINES = ["-.", (0, (5, 2)), (0, (3, 1, 1, 1, 1, 1)), (0, (1, 1)), "-", "--
 EXTRA_COLORS = ["tab:purple", "tab:orange", "tab:brown", "tab:pink", "tab:olive", "tab:cyan"]
 EXTRA_COLORS += ["tab:gray"]
 EXTRA_MARKERS = ["s", "^", "v", "D", "x", "P", "*"]
-SHORT = {"naive_bayes": "NB", "logistic_regression": "LR"}
 SAVE_STYLE = {"svg.hashsalt": "genvdis", "pdf.compression": 6}
 METADATA = {"png": {"Software": None}, "pdf": {"CreationDate": None, "Producer": None}}
 

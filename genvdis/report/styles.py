@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import pandas as pd
 
-STYLES = {
-    "naive_bayes": {"linestyle": "-", "color": "tab:blue", "label": "naive Bayes"},
-    "logistic_regression": {"linestyle": "--", "color": "tab:red", "label": "logistic regression"},
-    "lda": {"linestyle": ":", "color": "tab:green", "label": "LDA (full covariance)"},
-}
+from genvdis.models import registry
+
+# each built-in model's line (its descriptor's `style`): matplotlib's keyword arguments
+STYLES = {info.name: info.style.line() for info in registry.builtin_models()}
+# its short label, in a difference's name ("NB - LR") and a fit's legend
+SHORT = {info.name: info.style.short for info in registry.builtin_models()}
 # matplotlib's Tableau palette (matplotlib.colors.TABLEAU_COLORS), by the names used here and
 # in the explorer; tests/test_explorer.py checks it against matplotlib's own.
 TABLEAU = {

@@ -6,13 +6,13 @@ likelihood does not exist, a separating hyperplane by the configured policy (`hy
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
+from pydantic import Field
 
 from genvdis._runtime import streams
-from genvdis.config.sections import LogisticRegressionSpec
-from genvdis.data.preprocessing import FeatureLayout
-from genvdis.models.linear import BatchFit, LinearModel, checked, default
+from genvdis.models.base import BatchFit, FeatureLayout, LinearModel, StrictSpec, checked, default
 from genvdis.models.logistic import _quasi_start as quasi_start
 from genvdis.models.logistic._layouts import Design, Gathered, Sparse
 from genvdis.models.logistic._newton import NewtonFit, newton_logistic
@@ -33,6 +33,34 @@ MAX_PENALTY = 1e250
 SAMPLER_BYTES = 64 * 2**20  # the sampler's Gram matrices, per chunk of splits
 WARM_ROWS, WARM_ITERATIONS, WARM_MAX_ITER = 200, 3, 8  # see LogisticRegression._warm_start
 SPARSE_MIN_WIDTH, SPARSE_DENSITY = 20, 0.3  # data this wide and sparse: `layouts.Sparse`
+
+
+# Trajectories per random separating hyperplane, the default of `mcmc_iterations`:
+# benchmarks/sampler_mixing.py finds no bias at 3 standard errors on a hard training set of any
+# separable panel from 20 on (sonar at m = 155: 15 at 3, 4.7 at 10); 30 leaves a margin
+# (docs/separable.md).
+TRAJECTORIES = 30
+
+
+class LogisticRegressionSpec(StrictSpec):
+    name: Literal["logistic_regression"] = "logistic_regression"
+    separable: Literal["sample", "max_margin", "ridge"] = "sample"
+    C: float = Field(default=1.0, gt=0, description="inverse L2 strength for separable: ridge")
+    mcmc_iterations: int = Field(
+        default=TRAJECTORIES, ge=1, description="exact-HMC trajectories per separating hyperplane"
+    )
+    max_iter: int = Field(default=100, ge=1)
+    tol: float = Field(default=1e-8, gt=0)
+
+    def ignored(self, layout: FeatureLayout | None = None) -> dict[str, str]:
+        """The parameters this model's `separable` rule never reads (C: ridge only;
+        mcmc_iterations: sample only), whatever the data."""
+        acts = {"C": "ridge", "mcmc_iterations": "sample"}
+        return {
+            key: f"acts only under separable: {rule}, not {self.separable}"
+            for key, rule in acts.items()
+            if self.separable != rule
+        }
 
 
 @streams.jit

@@ -28,7 +28,7 @@ import numpy as np
 
 from genvdis._runtime import portable
 from genvdis.errors import UserError
-from genvdis.models.linear import BatchFit
+from genvdis.models.base import BatchFit, MultiModel, n_classes
 from genvdis.models.logistic._newton import DECREMENT_TOL, LOSS_SLACK, MAX_HALVINGS
 from genvdis.models.logistic._softmax_cg import cg_step
 from genvdis.models.logistic.binary import (
@@ -39,7 +39,6 @@ from genvdis.models.logistic.binary import (
     to_data_basis,
 )  # fmt: skip
 from genvdis.models.logistic.separable import hyperplanes, sampler
-from genvdis.models.multiclass import MultiModel, n_classes
 
 # a Newton step's solver: (X, free classes' P, ridge, gradient) -> H^-1 gradient
 Solver = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
@@ -258,6 +257,14 @@ class MultiLogisticRegression(MultiModel, LogisticRegression):
 
     shares = None  # its fits build their own designs: nothing of the binary model's `shared`
 
+    def check_classes(self, n_classes: int) -> None:
+        """`separable: sample` draws from a binary version space: refused for more classes."""
+        if self.separable == "sample" and n_classes > 2:
+            raise UserError(
+                f"models: logistic_regression: separable: sample is for binary targets only "
+                f"(this one has {n_classes} classes); use separable: max_margin or ridge"
+            )
+
     def _group_size(self, Z: np.ndarray, idx: np.ndarray) -> int:
         return max(1, FIT_BYTES // (8 * idx.shape[1] * (Z.shape[1] + 1)))
 
@@ -265,7 +272,7 @@ class MultiLogisticRegression(MultiModel, LogisticRegression):
         self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray | None = None
     ) -> BatchFit:
         K = n_classes(y)
-        check_classes(self, K)
+        self.check_classes(K)
         if keys is None:
             keys = np.zeros(idx.shape[0], dtype=np.uint64)
         size = max(1, self._group_size(Z, idx) // max(1, K - 1))
@@ -350,15 +357,6 @@ class MultiLogisticRegression(MultiModel, LogisticRegression):
         return ridge, separable
 
 
-def check_classes(model: MultiModel, n_classes: int) -> None:
-    """`separable: sample` draws from a binary version space: refused for more classes."""
-    if getattr(model, "separable", None) == "sample" and n_classes > 2:
-        raise UserError(
-            f"models: logistic_regression: separable: sample is for binary targets only "
-            f"(this one has {n_classes} classes); use separable: max_margin or ridge"
-        )
-
-
 def _to_data_basis(V: np.ndarray, shift: np.ndarray, scale: np.ndarray) -> np.ndarray:
     """Reference-coded weights V (S, K - 1, d) on standard bases (shifts and ranges (S, D)) as
     the same classifiers on the data (`logistic.to_data_basis`, class by class)."""
@@ -373,6 +371,6 @@ def _binary_start(v: np.ndarray, solution: np.ndarray | None) -> np.ndarray:
 
 
 __all__ = [
-    "MultiLogisticRegression", "certified", "cg_step", "check_classes", "constraint_rows", "decide",
+    "MultiLogisticRegression", "certified", "cg_step", "constraint_rows", "decide",
     "exact_step", "newton_softmax",
 ]  # fmt: skip

@@ -1,49 +1,50 @@
-"""The generative and discriminative models, fit on many training splits at once, and the
-registry configs name them from.
-
-Every model is a linear classifier fitted in batches of splits (`linear.LinearModel`):
-
-- `NaiveBayes`: Gaussian class-conditionals with a per-feature variance shared by the classes
-  (the paper's continuous naive Bayes) and categorical ones with Laplace smoothing l (the
-  paper's discrete naive Bayes); mixed data uses both.
-- `LogisticRegression` (in `logistic`): maximum conditional likelihood, no penalty, by batched
-  Newton (IRLS). On linearly separable training sets, where the maximum does not exist, a
-  separating hyperplane is drawn at random from the version space (the paper's choice), or
-  the maximum-margin one, or a ridge fit, as configured.
-- `LDA`: normal discriminant analysis with a full covariance shared by the classes, epsilon
-  added to its diagonal.
+"""Naive Bayes, binary and K-class: Gaussian class-conditionals with a per-feature variance
+shared by the classes for continuous attributes (the paper's continuous naive Bayes), and
+categorical ones with Laplace smoothing l for discrete attributes (the paper's discrete naive
+Bayes); mixed data uses both. Its log-odds are linear in the one-hot data, so it is a
+`LinearModel` fitted on many splits at once from one pass of sufficient statistics.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 import numpy as np
+from pydantic import Field
 
 from genvdis._runtime import portable, streams
-from genvdis.config.sections import LDASpec, NaiveBayesSpec
-from genvdis.data.preprocessing import FeatureLayout
-from genvdis.errors import UserError
-from genvdis.models.linear import BatchFit, LinearModel, checked, default
+from genvdis.models.base import (
+    BatchFit,
+    FeatureLayout,
+    LinearModel,
+    ModelInfo,
+    MultiModel,
+    StrictSpec,
+    Style,
+    checked,
+    default,
+    n_classes,
+)
 from genvdis.models.logistic._kernels import dense_csr
-from genvdis.models.logistic.binary import LogisticRegression
 
 
-def _class_counts(y_train: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    n1 = y_train.sum(axis=1).astype(float)
-    return y_train.shape[1] - n1, n1
+class NaiveBayesSpec(StrictSpec):
+    name: Literal["naive_bayes"] = "naive_bayes"
+    laplace: float = Field(default=1.0, gt=0)
+    var_smoothing: float = Field(default=1e-9, ge=0)
 
-
-def _class_means(
-    X: np.ndarray, y_train: np.ndarray, n0: np.ndarray, n1: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per-split class means mu0, mu1 (S, d) of X (S, m, d), and X minus its class's mean:
-    what LDA's shared full covariance is estimated from (naive Bayes has its own one-pass
-    sums, `class_sums`)."""
-    mu1 = np.einsum("sm,smd->sd", y_train, X) / n1[:, None]
-    mu0 = np.einsum("sm,smd->sd", 1 - y_train, X) / n0[:, None]
-    centred = X - np.where(y_train[:, :, None] > 0, mu1[:, None], mu0[:, None])
-    return mu0, mu1, centred
+    def ignored(self, layout: FeatureLayout | None = None) -> dict[str, str]:
+        """Laplace's l without discrete attributes, the variance smoothing without continuous
+        ones: known only from the data."""
+        if layout is None:
+            return {}
+        out = {}
+        if layout.n_discrete == 0:
+            out["laplace"] = "acts only on discrete attributes"
+        if layout.n_continuous == 0:
+            out["var_smoothing"] = "acts only on continuous attributes"
+        return out
 
 
 def class_sums(
@@ -250,74 +251,75 @@ class NaiveBayes(LinearModel):
         return BatchFit(coef, intercept + prior, np.zeros(idx.shape[0], dtype=bool), ties=ties)
 
 
-def spreads(centred: np.ndarray) -> np.ndarray:
-    """Each feature's largest distance from its class's mean over a split's training rows
-    (S, D), from the rows less their class means (S, m, D); 1 where that is 0 (a constant
-    feature). LDA's units: taken before any square, which could underflow (values near 1e-160)."""
-    largest = np.abs(centred).max(axis=1)
-    return np.where(largest > 0, largest, 1.0)
-
-
-class LDA(LinearModel):
-    """Normal discriminant analysis: Gaussians with one full covariance shared by the
-    classes, epsilon added to its diagonal so that it is invertible at any m. The covariance
-    is taken in units of each feature's own within-class spread (`spreads`), where epsilon is
-    added: a ridge relative to each feature, so the classifier does not depend on a feature's
-    units (epsilon on the covariance in the data's units swamps a feature measured in small
-    ones, and is nothing to one measured in large ones)."""
-
-    name = "lda"
-    reference_coding = True
-
-    def __init__(self, layout: FeatureLayout, epsilon: float = default(LDASpec, "epsilon")) -> None:
-        super().__init__(layout)
-        self.epsilon = checked(LDASpec, epsilon=epsilon)["epsilon"]
+class MultiNaiveBayes(MultiModel, NaiveBayes):
+    """K-class naive Bayes: shared-variance Gaussians for continuous attributes (the variance
+    of each feature pooled over all classes, maximum likelihood), Laplace-smoothed counts for
+    discrete ones; the class prior is smoothed with the same l when there are discrete
+    attributes, as in the binary model (whose parameters and checks it shares)."""
 
     def _fit_group(
-        self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray
-    ) -> BatchFit:
-        Zt, yt = Z[idx], y[idx].astype(float)
-        n0, n1 = _class_counts(yt)
-        mu0, mu1, centred = _class_means(Zt, yt, n0, n1)
-        units = spreads(centred)  # (S, D)
-        centred = centred / units[:, None, :]
-        cov = np.einsum("smd,sme->sde", centred, centred) / Zt.shape[1]
-        cov += self.epsilon * np.eye(Z.shape[1])
-        gap = (mu1 - mu0) / units
-        coef = self._solve(cov, gap[..., None], idx.shape[1])[..., 0] / units
-        intercept = -0.5 * np.einsum("sd,sd->s", mu1 + mu0, coef) + portable.log(n1 / n0)
-        return BatchFit(coef, intercept, np.zeros(idx.shape[0], dtype=bool))
+        self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray,
+        shared: tuple[np.ndarray, ...] | None = None,
+    ) -> BatchFit:  # fmt: skip
+        p, K = self.layout.n_continuous, n_classes(y)
+        counts, sums, squares, units = class_sums(Z, y.astype(np.int64), idx, p, K, shared)
+        coef = np.zeros((idx.shape[0], K, Z.shape[1]))
+        intercept = np.zeros((idx.shape[0], K))
+        if p:
+            self._gaussian(Z, idx, counts, sums[:, :, :p], squares, units, coef, intercept)
+        if self.layout.n_discrete:
+            l = self.laplace  # noqa: E741 (the paper's name)
+            k = np.repeat(self.layout.levels, self.layout.levels).astype(float)
+            log_p = portable.log((sums[:, :, p:] + l) / (counts[:, :, None] + k * l))
+            coef[:, 1:, p:] = log_p[:, 1:] - log_p[:, :1]
+            discrete = (coef[:, :, :p] == 0).all(axis=(1, 2)) & (intercept == 0).all(axis=1)
+            prior = portable.log((counts[:, 1:] + l) / (counts[:, :1] + l))
+            intercept[:, 1:] += prior
+            # each class's score is a binary log-odds against class 0 (`tie_bound`); two
+            # scores' difference rounds by at most the sum of their bounds
+            magnitudes = (np.abs(log_p[:, 1:]) + np.abs(log_p[:, :1])).max(axis=1)
+            bound = tie_bound(magnitudes, np.abs(prior).max(axis=1), self.layout.levels)
+            ties = np.where(discrete, 2 * bound, 0.0)
+        else:
+            intercept[:, 1:] += portable.log(counts[:, 1:] / counts[:, :1])
+            ties = None
+        return BatchFit(coef, intercept, np.zeros(idx.shape[0], dtype=bool), ties=ties)
 
-    def _solve(self, cov: np.ndarray, gaps: np.ndarray, m: int) -> np.ndarray:
-        """cov^-1 gaps for each split (gaps (S, D, k)); a user error where epsilon is too
-        small to make a covariance invertible."""
-        coef = portable.solve(cov, gaps)  # not LAPACK's: its bits depend on the CPU
-        if not np.isfinite(coef).all():
-            raise UserError(
-                f"models: lda (epsilon {self.epsilon:g}): a training set of m={m} "
-                "has a singular covariance (collinear or constant attributes); give lda a "
-                "larger epsilon (default 1e-4)"
-            )
-        return coef
+    def _gaussian(
+        self, Z: np.ndarray, idx: np.ndarray, counts: np.ndarray, sums: np.ndarray,
+        squares: np.ndarray, units: np.ndarray, coef: np.ndarray, intercept: np.ndarray,
+    ) -> None:  # fmt: skip
+        """The continuous part of coef and intercept, in place: class means mu_c, the variance
+        pooled over classes (floored relative to each attribute, `smoothed_variance`),
+        and class c's log-density ratio against class 0; sums in `class_sums`' units."""
+        p = sums.shape[2]
+        mu = sums / counts[:, :, None]
+        # within-class sums of squares, sum (x - mu_c)^2 = sum x^2 - n_c mu_c^2: one pass
+        within = squares[:, 0] - sums[:, 0] * mu[:, 0]
+        for c in range(1, mu.shape[1]):
+            within = within + squares[:, c] - sums[:, c] * mu[:, c]
+        var = np.maximum(within, 0.0) / idx.shape[1]
+        var = smoothed_variance(
+            var, squares.sum(axis=1), sums.sum(axis=1), idx.shape[1], self.var_smoothing
+        )[:, None]
+        coef[:, 1:, :p] = (mu[:, 1:] - mu[:, :1]) / var / units[:, None]
+        intercept[:, 1:] -= ((mu[:, 1:] ** 2 - mu[:, :1] ** 2) / (2 * var)).sum(axis=2)
+        intercept[:, 1:] -= np.einsum("scd,sd->sc", coef[:, 1:, :p], Z[idx[:, 0], :p])
 
 
-MODELS: dict[str, type[LinearModel]] = {
-    model.name: model for model in (NaiveBayes, LogisticRegression, LDA)
-}
-
-
-def build_model(spec: object, layout: FeatureLayout) -> LinearModel:
-    """The model a config's `models` entry names, with its parameters (validated once)."""
-    params = spec.model_dump(exclude={"name"})
-    return MODELS[spec.name](layout, **params)
-
+MODEL = ModelInfo(
+    name="naive_bayes",
+    spec=NaiveBayesSpec,
+    binary=NaiveBayes,
+    multiclass=MultiNaiveBayes,
+    family="generative",
+    style=Style("-", "tab:blue", "naive Bayes", "NB"),
+    order=10,
+    aliases={"laplace": "laplace"},
+    asymptote=True,
+)
 
 __all__ = [
-    "LDA",
-    "MODELS",
-    "BatchFit",
-    "LinearModel",
-    "LogisticRegression",
-    "NaiveBayes",
-    "build_model",
-]
+    "MODEL", "MultiNaiveBayes", "NaiveBayes", "NaiveBayesSpec", "class_sums", "one_hot_csr",
+    "smoothed_variance", "tie_bound",
+]  # fmt: skip
