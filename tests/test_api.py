@@ -1,5 +1,5 @@
 """The Python API: cheap to import, the same bytes as the command line, statistics that agree
-with their definitions, the figure `genvdis plot` saves, and the README's notebook snippet and
+with their definitions, the figure `genvdis plot` saves, and docs/usage.md's notebook snippet and
 the docstrings' examples, executed."""
 
 from __future__ import annotations
@@ -207,19 +207,19 @@ def test_the_docstring_examples(tmp_path, monkeypatch, mirror_env):
     matplotlib.pyplot.close("all")
 
 
-def readme_snippet() -> str:
-    """The README's "Python API" code block."""
-    text = (REPO / "README.md").read_text()
+def usage_snippet() -> str:
+    """The "Python API" code block of docs/usage.md."""
+    text = (REPO / "docs" / "usage.md").read_text()
     section = text.split("\n## Python API\n", 1)[1]
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 
-def test_the_readme_snippet_runs(tmp_path, monkeypatch, mirror_env):
-    code = readme_snippet()
+def test_the_usage_snippet_runs(tmp_path, monkeypatch, mirror_env):
+    code = usage_snippet()
     assert "splits=200" in code
     monkeypatch.chdir(tmp_path)
     namespace: dict = {}
-    exec(compile(code.replace("splits=200", "splits=20"), "README.md", "exec"), namespace)
+    exec(compile(code.replace("splits=200", "splits=20"), "docs/usage.md", "exec"), namespace)
     res = namespace["res"]
     assert res.path.resolve() == (tmp_path / "results" / "pima").resolve()
     assert list(res.summary.columns) == [
