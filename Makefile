@@ -19,7 +19,7 @@ EXAMPLES := configs/examples/sonar-max-margin.yaml configs/examples/sonar-ridge.
 SWEEP := configs/sweeps/figure1.yaml
 SWEEP_SPLITS ?= 200
 
-.PHONY: install test lint format all panels examples theory plot report sweep bench clean
+.PHONY: install test test-fast lint format all panels examples theory plot report sweep bench clean
 
 STAMP := $(VENV)/.installed
 
@@ -32,8 +32,16 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev,dask]'
 	touch $(STAMP)
 
+# pytest-xdist with two workers, not -n auto: many tests start their own worker pools or
+# subprocesses, so more test workers than the 2 cores we measure on only queue (TEST_JOBS=N to
+# change it). test-fast leaves out the tests marked slow (over ~2 s each): a quick loop.
+TEST_JOBS ?= 2
+
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_JOBS)
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -n $(TEST_JOBS) -m "not slow"
 
 lint: $(STAMP)
 	$(BIN)/ruff check genvdis tests benchmarks

@@ -111,6 +111,7 @@ def _test_cache(config: pytest.Config, factory: pytest.TempPathFactory) -> Path:
 
 
 _problems: list[str] = []  # why configured sources gave no files, for the closing lines
+PROBLEMS_KEY = "genvdis_uci_problems"  # their key in pytest-xdist's workeroutput
 
 
 @pytest.fixture(scope="session")
@@ -239,6 +240,22 @@ def _for_want_of_uci(report: pytest.TestReport) -> bool:
     longrepr = report.longrepr
     text = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
     return NEEDS_UCI in text
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Under pytest-xdist, hand a worker's reasons to the controller, which prints the lines."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput[PROBLEMS_KEY] = list(_problems)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    """The controller's side of pytest_sessionfinish: the first worker's reasons stand for all
+    (every worker tries the same sources)."""
+    problems = getattr(node, "workeroutput", {}).get(PROBLEMS_KEY, [])
+    if problems and not _problems:
+        _problems[:] = problems
 
 
 def pytest_terminal_summary(terminalreporter) -> None:

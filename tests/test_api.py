@@ -1,5 +1,5 @@
 """The Python API: cheap to import, the same bytes as the command line, statistics that agree
-with their definitions, the figure `genvdis plot` saves, and the README's notebook snippet and
+with their definitions, the figure `genvdis plot` saves, and docs/usage.md's notebook snippet and
 the docstrings' examples, executed."""
 
 from __future__ import annotations
@@ -82,6 +82,7 @@ def pima_run(tmp_path_factory, uci_dir, shared_cache):
     return res, folder / "cli" / "pima"
 
 
+@pytest.mark.slow
 def test_the_api_writes_the_cli_bytes(pima_run):
     res, cli_dir = pima_run
     for name in ("summary.csv", "errors.csv", "config.yaml"):
@@ -90,6 +91,7 @@ def test_the_api_writes_the_cli_bytes(pima_run):
     assert len(res.errors) == 2 * 13 * 20 and res.config["seed"] == 3
 
 
+@pytest.mark.slow
 def test_differences_and_crossover_agree_with_their_definitions(pima_run):
     res, _ = pima_run
     wide = res.errors.pivot_table(index=["m", "split"], columns="model", values="error")
@@ -108,6 +110,7 @@ def test_differences_and_crossover_agree_with_their_definitions(pima_run):
     np.testing.assert_allclose(swapped["mean_diff"], -diffs["mean_diff"], atol=1e-15)
 
 
+@pytest.mark.slow
 def test_plot_is_the_figure_genvdis_plot_saves(pima_run, tmp_path):
     res, cli_dir = pima_run
     ax = res.plot()
@@ -124,6 +127,7 @@ def test_plot_is_the_figure_genvdis_plot_saves(pima_run, tmp_path):
     matplotlib.pyplot.close(fig)
 
 
+@pytest.mark.slow
 def test_open_results_and_its_errors(pima_run, tmp_path):
     res, cli_dir = pima_run
     opened = genvdis.open_results(cli_dir)
@@ -190,6 +194,7 @@ def test_a_run_reports_progress_only_to_its_callback(
     assert calls[1] == 0 and calls[2:] == [1] * 6
 
 
+@pytest.mark.slow
 def test_the_docstring_examples(tmp_path, monkeypatch, mirror_env):
     monkeypatch.chdir(tmp_path)
     for module in (api, runresults, builtin):
@@ -202,19 +207,19 @@ def test_the_docstring_examples(tmp_path, monkeypatch, mirror_env):
     matplotlib.pyplot.close("all")
 
 
-def readme_snippet() -> str:
-    """The README's "Python API" code block."""
-    text = (REPO / "README.md").read_text()
+def usage_snippet() -> str:
+    """The "Python API" code block of docs/usage.md."""
+    text = (REPO / "docs" / "usage.md").read_text()
     section = text.split("\n## Python API\n", 1)[1]
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 
-def test_the_readme_snippet_runs(tmp_path, monkeypatch, mirror_env):
-    code = readme_snippet()
+def test_the_usage_snippet_runs(tmp_path, monkeypatch, mirror_env):
+    code = usage_snippet()
     assert "splits=200" in code
     monkeypatch.chdir(tmp_path)
     namespace: dict = {}
-    exec(compile(code.replace("splits=200", "splits=20"), "README.md", "exec"), namespace)
+    exec(compile(code.replace("splits=200", "splits=20"), "docs/usage.md", "exec"), namespace)
     res = namespace["res"]
     assert res.path.resolve() == (tmp_path / "results" / "pima").resolve()
     assert list(res.summary.columns) == [

@@ -272,6 +272,7 @@ def test_a_kind_with_only_the_target_column_is_refused(tmp_path):
         prepared(tmp_path, csv, cfg)
 
 
+@pytest.mark.slow
 def test_a_run_with_the_target_column_an_attribute_learns_from_the_others(tmp_path):
     """End to end: labels unrelated to x cannot be learnt (the leak gave error 0)."""
     rng = np.random.default_rng(0)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 import yaml
 from scipy.optimize import minimize
 from scipy.special import logsumexp
@@ -102,6 +103,7 @@ def _ridge(cont, colour, y, train, test, K=3, C=1.0):
     return Z[test] @ np.vstack([np.zeros(D), v.reshape(K - 1, D)]).T
 
 
+@pytest.mark.slow
 def test_k_class_error_counts_match_independent_fits(tmp_path):
     """naive Bayes, LDA and (on separable training sets) the ridge fit of multinomial logistic
     regression: each split's errors in errors.csv are the argmax errors of the model written

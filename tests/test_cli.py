@@ -305,6 +305,7 @@ def _module(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_python_dash_m_reports_bad_inputs_in_one_line(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: [tiny\n")

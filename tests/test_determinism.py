@@ -84,6 +84,7 @@ def test_reference_run_is_complete_and_exercises_the_sampler(setup):
     assert summary.loc[summary["model"] == "sgd", "warnings"].gt(0).all()
 
 
+@pytest.mark.slow
 def test_two_loky_workers_give_identical_bytes(setup):
     folder, configs, reference = setup
     # --force: two loky workers, though runs this short would otherwise stay in-process
@@ -104,6 +105,7 @@ def test_threading_backend_through_the_python_api(setup):
     assert _bytes(folder / "threads") == reference
 
 
+@pytest.mark.slow
 def test_dask_local_cluster_gives_identical_bytes_and_no_dask_chatter(setup):
     pytest.importorskip("distributed")
     folder, configs, reference = setup
@@ -229,6 +231,7 @@ def _uses_openblas() -> bool:
     return any(info.get("internal_api") == "openblas" for info in threadpool_info())
 
 
+@pytest.mark.slow
 def test_fits_and_draws_do_not_depend_on_the_blas_kernel():
     """OpenBLAS picks its kernels per CPU, and each sums in its own order: Newton's X^T W X
     and the sampler's QR and Gram matrix through BLAS moved in the last bits between the
@@ -239,6 +242,7 @@ def test_fits_and_draws_do_not_depend_on_the_blas_kernel():
     assert _probe(OPENBLAS_CORETYPE="Haswell") == _probe(OPENBLAS_CORETYPE="Prescott")
 
 
+@pytest.mark.slow
 def test_fits_and_draws_do_not_depend_on_avx512(tmp_path):
     """numpy's exp, log and power take AVX-512 code where the CPU has it, with other last bits
     than the C library's that a CPU without it runs; numba compiles for the host's vector
@@ -263,6 +267,7 @@ def test_fits_and_draws_do_not_depend_on_avx512(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_a_separable_run_writes_the_same_errors_under_two_blas_kernels(
     tmp_path, mirror_env, monkeypatch
 ):
@@ -291,6 +296,7 @@ def test_a_separable_run_writes_the_same_errors_under_two_blas_kernels(
     assert written["Haswell"] == written["Prescott"]
 
 
+@pytest.mark.slow
 def test_the_analysis_files_do_not_depend_on_the_blas_kernel(tmp_path):
     """The curve fits (curve_fit's trust region solved with LAPACK), the shape tests' contrasts
     (np.dot) and the crossover's bootstrap (a matrix product) went through BLAS: under the

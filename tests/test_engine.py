@@ -131,6 +131,7 @@ app(args=sys.argv[1:], prog_name="genvdis")
 """
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_a_run_within_a_second_and_keeps_finished_blocks(tmp_path):
     """Three two-row classes among 5000 rows, split: random: at m = 10 the rejection loop
     alone needed ~10^7 draws a split, in one compiled call Ctrl-C could not stop; at m = 4990

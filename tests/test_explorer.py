@@ -98,6 +98,7 @@ def known(tmp_path_factory) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_collect_groups_variants_under_their_paper_panel(known):
     data = explorer.collect(known)
     assert [p["id"] for p in data["panels"]] == ["toy", "votes"]  # no theory run
@@ -114,6 +115,7 @@ def test_collect_groups_variants_under_their_paper_panel(known):
     )
 
 
+@pytest.mark.slow
 def test_collect_reads_curves_differences_and_crossover_from_the_files(known):
     toy = explorer.collect(known)["panels"][0]["runs"][0]
     summary = pd.read_csv(known / "toy" / "summary.csv")
@@ -136,6 +138,7 @@ def test_collect_reads_curves_differences_and_crossover_from_the_files(known):
     assert votes["verdict"] == an.NO_PAIR
 
 
+@pytest.mark.slow
 def test_the_page_is_one_deterministic_self_contained_file(known, tmp_path):
     first = explorer.write_explorer(known, tmp_path / "a.html").read_bytes()
     again = explorer.write_explorer(known, tmp_path / "b.html").read_bytes()
@@ -169,6 +172,7 @@ def test_a_title_cannot_close_the_script(hostile):
     assert "<\\/script><script>alert(1)<\\/script>" in text
 
 
+@pytest.mark.slow
 def test_report_writes_the_explorer_beside_the_report(known, tmp_path):
     folder = tmp_path / "r"
     shutil.copytree(known / "toy", folder / "toy")
@@ -179,6 +183,7 @@ def test_report_writes_the_explorer_beside_the_report(known, tmp_path):
 
 
 @pytest.mark.parametrize("inherited", ["default", "ignored"])
+@pytest.mark.slow
 def test_report_serve_over_loopback_until_ctrl_c(known, tmp_path, inherited):
     """Ctrl-C stops the server, also where the process started with SIGINT ignored (as a
     script's background job, or under a test runner started so, inherits it)."""
@@ -220,6 +225,7 @@ PRIVILEGED = "error: --port: 80 needs privileges on 127.0.0.1; choose another, o
         (80, PRIVILEGED),
     ],
 )
+@pytest.mark.slow
 def test_a_bad_port_is_one_line_and_nothing_is_written(known, tmp_path, monkeypatch, port, message):
     folder = tmp_path / "r"
     shutil.copytree(known / "toy", folder / "toy")
@@ -319,6 +325,7 @@ def expected_figure(results_dir: Path, runs: list[str]) -> dict:
     return dict(curves=curves, diffs=diffs, crosses=crosses, shaded=shaded)
 
 
+@pytest.mark.slow
 def test_known_results_in_the_browser(browser, known):
     page = Page(browser, explorer.write_explorer(known).as_uri())
     assert page.figures() == {
@@ -345,6 +352,7 @@ def test_known_results_in_the_browser(browser, known):
     assert page.errors == []
 
 
+@pytest.mark.slow
 def test_variants_models_and_zoom_in_the_browser(browser, known):
     page = Page(browser, explorer.write_explorer(known).as_uri() + "#toy")
     assert list(page.figures()) == ["toy"]
@@ -371,6 +379,7 @@ def test_variants_models_and_zoom_in_the_browser(browser, known):
     assert page.errors == []
 
 
+@pytest.mark.slow
 def test_committed_results_in_the_browser(browser, tmp_path):
     """All panels as small multiples, with every variant ticked, traces and points equal to the
     committed files; a model toggle removes its traces; a screenshot for the README."""
@@ -421,6 +430,7 @@ def test_titles_are_text_in_the_browser(browser, hostile):
 # --- issue 30: second adversarial pass ----------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_runs_of_two_files_of_one_name_are_two_panels(tmp_path):
     """Two configs in two folders, each `dataset: {path: data.csv}`, read two different
     files: they were one panel, the second shown as the first's run with "same settings"."""

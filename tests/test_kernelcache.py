@@ -51,6 +51,7 @@ def test_the_stamp_lists_every_module_that_defines_a_kernel():
     assert set(kernelcache.KERNEL_MODULES) == _modules_with_kernels()
 
 
+@pytest.mark.slow
 def test_every_kernel_caches_in_the_stamped_folder_whatever_is_imported_first():
     processes = {
         name: subprocess.Popen(

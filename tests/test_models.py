@@ -386,7 +386,7 @@ def _layout_cases(model: LogisticRegression) -> list[tuple[np.ndarray, ...]]:
     return cases
 
 
-@pytest.mark.parametrize("coding", ["sparse", "dense"])
+@pytest.mark.parametrize("coding", [pytest.param("sparse", marks=pytest.mark.slow), "dense"])
 def test_the_engine_builds_what_batches_share_once_a_run_to_the_same_fits(coding):
     """`engine.run_block` builds LogisticRegression.shared on a run's first block and keeps it
     with the data: every later block reuses it, and every block's rows (errors, separable

@@ -141,7 +141,9 @@ def _textbook_symmetric(A: np.ndarray, b: np.ndarray) -> np.ndarray:
     return _back_substitution(U, v)
 
 
-@pytest.mark.parametrize("d, m", [(13, 5), (31, 40), (61, 200), (91, 30)])
+@pytest.mark.parametrize(
+    "d, m", [(13, 5), (31, 40), (61, 200), pytest.param(91, 30, marks=pytest.mark.slow)]
+)
 def test_the_symmetric_elimination_is_the_textbook_ldlt_bit_for_bit(d, m):
     """`solve_symmetric_in_place` on ridge-penalised one-hot Hessians (rarest first, as
     Newton's sparsest-first steps give it) and on a dense positive definite matrix: byte for

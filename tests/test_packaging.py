@@ -87,6 +87,7 @@ def dist(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_the_wheel_ships_every_config_and_the_command(dist):
     (wheel,) = dist.glob("genvdis-*.whl")
     with zipfile.ZipFile(wheel) as archive:
@@ -103,6 +104,7 @@ def test_the_wheel_ships_every_config_and_the_command(dist):
         assert not [n for n in archive.namelist() if n.endswith("make_toy_data.py")]
 
 
+@pytest.mark.slow
 def test_the_wheel_offers_the_worked_examples_by_name(dist, tmp_path):
     """Installed from the wheel alone (no clone beside it), `genvdis configs` lists the worked
     examples and their names are configs that `validate` (which reads own-data's toy.csv)
@@ -146,6 +148,7 @@ def test_run_a_worked_example_by_name(tmp_path, monkeypatch):
     one_line_error(invoke("theory", "own-data"), "'own-data'", "genvdis run own-data")
 
 
+@pytest.mark.slow
 def test_the_sdist_holds_configs_once(dist):
     (sdist,) = dist.glob("genvdis-*.tar.gz")
     with tarfile.open(sdist) as archive:

@@ -59,6 +59,7 @@ def test_map_ordered_raises_a_workers_user_error():
         pool.map_ordered(_square_or_refuse, [1, 2, -3, 4], jobs=2)
 
 
+@pytest.mark.slow
 def test_report_with_jobs_writes_the_same_bytes(tmp_path):
     one, two = results_folder(tmp_path / "one"), results_folder(tmp_path / "two")
     write_report(one, n_boot=100, jobs=1)
@@ -73,6 +74,7 @@ def _with_summaries(root: Path) -> Path:
     return results_folder(root)
 
 
+@pytest.mark.slow
 def test_plot_with_jobs_draws_the_same_figures(tmp_path):
     one, two = _with_summaries(tmp_path / "one"), _with_summaries(tmp_path / "two")
     drawn = plot_results(one, jobs=1)
@@ -88,6 +90,7 @@ def test_plot_and_report_reject_jobs_below_one(tmp_path):
         assert "--jobs must be >= 1" in result.output
 
 
+@pytest.mark.slow
 def test_theory_with_jobs_writes_the_same_bytes(tmp_path, monkeypatch):
     """Three small n: they run at once on two processes (one pool), yet every file, the
     figure included, is the one a single job writes."""
@@ -128,6 +131,7 @@ def test_theory_runs_a_dominant_n_alone_on_every_worker(tmp_path, monkeypatch):
     assert os.getpid() not in {row["pid"] for row in rows if row["n"] != 40}
 
 
+@pytest.mark.slow
 def test_report_of_two_folders_in_one_command_writes_what_two_commands_write(tmp_path):
     """`genvdis report results/examples/ results/` (one process, one pool) writes the bytes
     that `report results/examples/` then `report results/` write, in either order: the
@@ -151,6 +155,7 @@ def test_report_of_two_folders_in_one_command_writes_what_two_commands_write(tmp
     assert '"id":"examples/pima"' in page and '"verdict":"two regimes"' in page
 
 
+@pytest.mark.slow
 def test_plot_of_two_folders_in_one_command_draws_each_figure_once(tmp_path):
     one, two = _with_summaries(tmp_path / "one"), _with_summaries(tmp_path / "two")
     _with_summaries(one / "examples")

@@ -61,6 +61,7 @@ def test_the_ridge_stops_a_pure_level_where_its_loss_decay_meets_the_ridge():
         assert abs(slope) < 1e-6 * TINY_RIDGE * t
 
 
+@pytest.mark.slow
 def test_the_start_moves_the_pure_levels_rows_only():
     """Column 1 (positive-only) starts at +t(n); the second attribute's reference level
     (negative-only) moves the intercept by -t and that attribute's columns by +t: the start's

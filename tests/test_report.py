@@ -26,6 +26,7 @@ def _table_rows(markdown: str, section: str) -> dict[str, dict[str, str]]:
     return {row[1]: dict(zip(header, row, strict=True)) for row in rows}
 
 
+@pytest.mark.slow
 def test_write_report(results):
     (results / "figure1.png").write_bytes(b"\x89PNG fake")
     md, page = write_report(results, n_boot=100)
@@ -67,11 +68,13 @@ def test_the_report_calls_itself_a_reproduction_of_figure_1_only_for_its_panels(
     assert "Paper panels not in these results: 2, 3," in text
 
 
+@pytest.mark.slow
 def test_a_folder_of_paper_panels_and_own_runs_says_which(results):
     opening = _opening(write_report(results, n_boot=50)[0].read_text())
     assert opening.startswith("4 panels: 2 of Ng & Jordan (2001), Figure 1, reproduced, and 2 ")
 
 
+@pytest.mark.slow
 def test_the_docs_link_works_or_is_no_link(results, monkeypatch):
     """Beside a checkout's docs/ the report links docs/analysis.md by a path that resolves; an
     installed wheel has no docs/, and its report names the file without a dead link."""
@@ -85,6 +88,7 @@ def test_the_docs_link_works_or_is_no_link(results, monkeypatch):
     assert 'href="' not in page.read_text().split("Details and limits")[1].split("</p>")[0]
 
 
+@pytest.mark.slow
 def test_what_plot_and_report_write_beside_the_runs_is_reserved(results):
     """A run named like a file that plot or report writes at the top of its results folder
     (explorer.html, pairs.csv) passed validate and run, then broke every later report there:

@@ -102,6 +102,7 @@ def runs(tmp_path_factory, toy_config, write_toy):
     return root, config
 
 
+@pytest.mark.slow
 def test_a_killed_run_leaves_only_complete_checkpoints(runs):
     root, _ = runs
     run_dir = root / "killed-copy" / "toy"
@@ -128,6 +129,7 @@ def test_a_killed_run_leaves_only_complete_checkpoints(runs):
         )
 
 
+@pytest.mark.slow
 def test_rerunning_the_same_command_finishes_with_identical_bytes(runs):
     root, config = runs
     run_dir = root / "killed" / "toy"
@@ -141,6 +143,7 @@ def test_rerunning_the_same_command_finishes_with_identical_bytes(runs):
     assert sorted(p.name for p in run_dir.iterdir()) == sorted(FILES)
 
 
+@pytest.mark.slow
 def test_rerunning_a_finished_run_changes_nothing(runs):
     root, config = runs
     run_dir = root / "clean" / "toy"
@@ -152,6 +155,7 @@ def test_rerunning_a_finished_run_changes_nothing(runs):
     assert after == before
 
 
+@pytest.mark.slow
 def test_a_changed_seed_discards_old_checkpoints_and_says_so(runs):
     root, config = runs
     leftovers = root / "seed7"

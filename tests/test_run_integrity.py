@@ -431,7 +431,14 @@ CASES = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+# the 2500-column runs take several seconds each: `make test-fast` leaves them to `make test`
+SLOW_CASES = {"2500-columns-for-naive-bayes-only", "2500-columns-for-logistic-regression"}
+
+
+@pytest.mark.parametrize(
+    "case",
+    [pytest.param(c, id=c.name, marks=[pytest.mark.slow] * (c.name in SLOW_CASES)) for c in CASES],
+)
 def test_hostile_runs(case: Case, setup, work, monkeypatch):
     with monkeypatch.context() as patch, contextlib.ExitStack() as stack:
         args = case.prepare(Env(setup, work, patch, stack))
@@ -483,6 +490,7 @@ def _read_until(stream, fragment: str) -> str:
     return seen
 
 
+@pytest.mark.slow
 def test_two_concurrent_runs_into_one_folder(setup, work, hook):
     """The first run holds the folder (paused after its first block): a second run is refused
     naming the first's pid, a third waits with --wait and then finds the finished run."""
@@ -522,6 +530,7 @@ def _checkpoints_of(work: Path) -> list[Path]:
 
 
 @pytest.mark.parametrize("killed_after", results.OUTPUTS)
+@pytest.mark.slow
 def test_a_kill_between_the_renames_of_the_final_commit(setup, work, hook, killed_after):
     """A finished run, then a --seed 1 rerun into it killed after renaming one of its new
     files: the folder must not pass for either run, and the original command recomputes the
@@ -537,6 +546,7 @@ def test_a_kill_between_the_renames_of_the_final_commit(setup, work, hook, kille
     assert _snapshot(run_dir) == setup[2]
 
 
+@pytest.mark.slow
 def test_a_first_run_killed_in_its_commit_resumes_to_the_same_bytes(setup, work, hook):
     killed = subprocess.run(hook(*RUN, "-q"), env=_env("kill-after:summary.csv"),
                             capture_output=True, text=True, timeout=120)  # fmt: skip
@@ -568,6 +578,7 @@ def _running(pid: int) -> bool:
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+@pytest.mark.slow
 def test_loky_workers_end_when_their_run_is_killed(work, hook):
     """kill -9 of a run with --jobs 2: its workers notice and exit, and the pipes they
     inherited (the caller's stderr) close; they used to live on for 13+ minutes."""
@@ -754,6 +765,7 @@ def test_compare_edited_in_config_yaml_is_still_the_run(setup, work):
         genvdis.open_results(run_dir).config  # noqa: B018
 
 
+@pytest.mark.slow
 def test_the_committed_results_verify():
     """Every run under results/ (the paper's panels, their sweeps' variants, the examples and
     the theory runs) passes the readers' check, as committed."""

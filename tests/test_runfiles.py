@@ -16,6 +16,7 @@ def results(tmp_path):
     return results_folder(tmp_path)
 
 
+@pytest.mark.slow
 def test_analyse_results_table_and_trace_files(results):
     t = runfiles.analyse_results(results, n_boot=100)
     assert list(t["name"]) == ["pima", "sonar", "extra_lda", "nb_only"]  # panel, then name

@@ -41,10 +41,12 @@ def _loaded_after(code: str, cwd=None) -> list[str]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_importing_the_cli_and_the_engine_loads_nothing_heavy():
     assert _loaded_after("import genvdis.cli, genvdis.experiment.engine, genvdis.api") == []
 
 
+@pytest.mark.slow
 def test_a_whole_run_loads_neither_scipy_stats_nor_plotting_nor_sklearn(
     tmp_path, write_toy, toy_config
 ):
@@ -61,6 +63,7 @@ def test_a_whole_run_loads_neither_scipy_stats_nor_plotting_nor_sklearn(
     assert loaded == []
 
 
+@pytest.mark.slow
 def test_the_separability_lp_runs_without_importing_scipy_optimize():
     """The LP's HiGHS bindings are loaded from their file (genvdis.models.logistic.separable._lp),
     not through
@@ -77,6 +80,7 @@ def test_the_separability_lp_runs_without_importing_scipy_optimize():
     assert set(_loaded_after(code)) == by_linprog
 
 
+@pytest.mark.slow
 def test_the_kernels_blas_comes_without_scipy_linalg_and_the_package_still_imports():
     """numba's compiled np.dot finds BLAS in scipy.linalg.cython_blas, loaded from its file by
     genvdis._runtime.extensions (tuning.one_thread) without the package; importing scipy.linalg
@@ -97,6 +101,7 @@ def test_the_kernels_blas_comes_without_scipy_linalg_and_the_package_still_impor
     assert _loaded_after(code) == ["scipy.linalg"]
 
 
+@pytest.mark.slow
 def test_the_t_quantile_is_scipy_stats_without_scipy_special_and_the_package_still_imports():
     """The summary's t quantile comes from stdtrit's module loaded beside scipy.special
     (genvdis._runtime.extensions.load_beside), not through the package's __init__: the same bits as
@@ -149,6 +154,7 @@ def test_load_beside_loads_a_module_and_its_siblings_without_the_package_s_init(
     assert done.stdout.strip() == "ok"
 
 
+@pytest.mark.slow
 def test_threads_importing_scipy_special_during_the_load_beside_get_the_real_package():
     """While stdtrit's module loads beside its package, the package's stand-in is marked as
     initialising and its import lock held: a thread importing scipy.special meanwhile waits,
@@ -170,6 +176,7 @@ def test_threads_importing_scipy_special_during_the_load_beside_get_the_real_pac
     assert _loaded_after(code) == ["scipy.special"]
 
 
+@pytest.mark.slow
 def test_every_blas_the_kernels_call_runs_on_one_thread(tmp_path, write_toy, toy_config):
     """numba's np.dot goes through scipy's own OpenBLAS, loaded lazily on the first kernel call:
     it must still be limited to one thread (deterministic BLAS, no oversubscription), now that
@@ -209,6 +216,7 @@ def _to_csv(frame: pd.DataFrame) -> str:
     return frame.to_csv(index=False, lineterminator="\n")
 
 
+@pytest.mark.slow
 def test_the_csv_writer_gives_pandas_bytes_on_every_committed_table():
     """csv_text is what a run writes errors.csv and its checkpoints with: on every CSV under
     results/ (summaries, fits, shapes, analyses: NaNs, text, bools, floats of every size) it
@@ -310,6 +318,7 @@ def test_a_short_run_with_two_jobs_says_so_and_gives_the_same_bytes(
     assert outputs["1"] == outputs["2"]
 
 
+@pytest.mark.slow
 def test_a_report_loads_no_matplotlib(tmp_path):
     """`genvdis report` draws nothing: its explorer takes the line colours from
     genvdis.report.styles, so matplotlib (about a second of start-up) is never imported."""

@@ -172,6 +172,7 @@ def test_a_later_configs_bad_variant_stops_the_sweep_before_the_first_config_run
 # --------------------------------------------------------------------------- the run path
 
 
+@pytest.mark.slow
 def test_a_variant_is_byte_for_byte_a_plain_run_of_its_config(swept, toy_config, write_toy):
     config, out = swept
     plain = write_toy(
@@ -186,6 +187,7 @@ def test_a_variant_is_byte_for_byte_a_plain_run_of_its_config(swept, toy_config,
         assert _bytes(out / "toy" / "variants" / folder) == _bytes(ran), folder
 
 
+@pytest.mark.slow
 def test_an_interrupted_sweep_resumes_to_the_bytes_of_an_uninterrupted_one(swept, toy, monkeypatch):
     _, clean = swept
     args = ("sweep", toy, "--vary", "separable=ridge,max_margin", "--vary",
@@ -217,6 +219,7 @@ def test_an_interrupted_sweep_resumes_to_the_bytes_of_an_uninterrupted_one(swept
 # --------------------------------------------------------------------------- same as baseline
 
 
+@pytest.mark.slow
 def test_variants_that_change_nothing_are_recorded_not_run(swept):
     _, out = swept
     index = pd.read_csv(out / "toy" / "variants" / "variants.csv", keep_default_na=False)
@@ -276,6 +279,7 @@ def test_a_variant_that_matters_is_not_taken_for_the_baseline(toy):
     assert [p.same_as for p in planned] == [None] * 6
 
 
+@pytest.mark.slow
 def test_a_variant_that_leaves_too_few_rows_for_the_grid_is_recorded_not_run(
     tmp_path, toy_config, toy_csv
 ):
@@ -302,6 +306,7 @@ def test_a_variant_that_leaves_too_few_rows_for_the_grid_is_recorded_not_run(
 # --------------------------------------------------------------------------- sensitivity.csv
 
 
+@pytest.mark.slow
 def test_sensitivity_rows_are_the_analysis_of_each_variant(swept):
     _, out = swept
     table = sensitivity.read_sensitivity(out)
@@ -325,6 +330,7 @@ def test_sensitivity_rows_are_the_analysis_of_each_variant(swept):
         assert row.keeps_verdict == (row.verdict == table["verdict"].iloc[0])
 
 
+@pytest.mark.slow
 def test_a_second_panels_sweep_keeps_the_first_panels_rows(swept, tmp_path):
     _, out = swept
     copy = tmp_path / "out"
@@ -338,6 +344,7 @@ def test_a_second_panels_sweep_keeps_the_first_panels_rows(swept, tmp_path):
     assert list(sensitivity.read_sensitivity(copy)["name"]) == ["other"] * 5 + ["toy"] * 2
 
 
+@pytest.mark.slow
 def test_the_report_has_a_stability_table_only_after_a_sweep(swept, tmp_path):
     config, out = swept
     folder = tmp_path / "results"
@@ -370,6 +377,7 @@ SENSITIVITY_ERRORS = [
 
 
 @pytest.mark.parametrize(("text", "message"), SENSITIVITY_ERRORS)
+@pytest.mark.slow
 def test_a_damaged_sensitivity_csv_is_one_line_naming_it(swept, tmp_path, text, message):
     config, _ = swept
     folder = tmp_path / "results"
@@ -379,6 +387,7 @@ def test_a_damaged_sensitivity_csv_is_one_line_naming_it(swept, tmp_path, text, 
     assert code == 2 and stderr == f"error: {folder / 'sensitivity.csv'}: {message}\n"
 
 
+@pytest.mark.slow
 def test_a_sensitivity_csv_without_the_baseline_is_refused(swept, tmp_path):
     config, out = swept
     folder = tmp_path / "results"
@@ -393,6 +402,7 @@ def test_a_sensitivity_csv_without_the_baseline_is_refused(swept, tmp_path):
 # --------------------------------------------------------------------------- config blocks, API
 
 
+@pytest.mark.slow
 def test_a_config_with_a_variants_block_runs_as_itself_and_sweeps_its_variants(toy, tmp_path):
     block = "variants:\n  - {split: random}\n  - {seed: 4}\n  - {missing: impute}\n"
     toy.write_text(toy.read_text() + block)
@@ -467,6 +477,7 @@ def test_a_sweep_beyond_the_bound_is_counted_and_refused_before_any_variant_is_b
     "block",
     ["{vary: {seed: [1, 2], laplace: [1, 2]}}", "[{seed: 1}, {seed: 2}, {seed: 3}, {seed: 4}]"],
 )
+@pytest.mark.slow
 def test_every_source_of_variants_is_bounded_and_force_goes_on(toy, tmp_path, monkeypatch, block):
     monkeypatch.setattr(variants, "MAX_VARIANTS", 3)
     (tmp_path / "v.yaml").write_text(f"variants: {block}\n")

@@ -176,6 +176,7 @@ def test_fits_recover_known_lines():
     assert lr.loc["power", "b"] == pytest.approx(1, abs=0.05)
 
 
+@pytest.mark.slow
 def test_theory_cli_end_to_end(tmp_path):
     """A minute run: NB and LR reach the exact Bayes error at large m, files are written."""
     config = {

@@ -61,6 +61,7 @@ def _copy(first, tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow
 def test_the_manifest_lists_every_output(first):
     root, files = first
     manifest = json.loads(files[theory.MANIFEST])
@@ -68,6 +69,7 @@ def test_the_manifest_lists_every_output(first):
                                       "mini.png", "mini.pdf"}  # fmt: skip
 
 
+@pytest.mark.slow
 def test_a_rerun_of_an_up_to_date_folder_does_nothing(first, tmp_path, monkeypatch, caplog):
     out = _copy(first, tmp_path)
     _forbid(monkeypatch, "engine", "asymptote", "plot")
@@ -78,6 +80,7 @@ def test_a_rerun_of_an_up_to_date_folder_does_nothing(first, tmp_path, monkeypat
 
 
 @pytest.mark.parametrize("damage", ["change mini.png", "delete mini.pdf", "delete fits.csv"])
+@pytest.mark.slow
 def test_a_damaged_output_is_rebuilt_without_running_the_n_again(
     first, tmp_path, monkeypatch, caplog, damage
 ):
@@ -98,6 +101,7 @@ def test_a_damaged_output_is_rebuilt_without_running_the_n_again(
     assert not any(message.startswith("mini: up to date") for message in caplog.messages)
 
 
+@pytest.mark.slow
 def test_a_changed_run_is_run_again_and_only_it(first, tmp_path, monkeypatch):
     out = _copy(first, tmp_path)
     with open(out / "mini" / "n5" / "errors.csv", "a") as handle:
@@ -119,6 +123,7 @@ def test_a_changed_run_is_run_again_and_only_it(first, tmp_path, monkeypatch):
         ({"effect": 0.3}, ["n3", "n5"]),
     ],
 )
+@pytest.mark.slow
 def test_a_changed_config_is_never_taken_for_up_to_date(
     first, tmp_path, monkeypatch, change, reruns
 ):
@@ -138,6 +143,7 @@ def test_a_changed_config_is_never_taken_for_up_to_date(
 # --- issue 30 §5: a run and a theory of one name in one --out ----------------------------------
 
 
+@pytest.mark.slow
 def test_a_run_and_a_theory_of_one_name_are_refused_in_either_order(
     first, tmp_path, write_toy, toy_config
 ):
@@ -171,6 +177,7 @@ def test_a_run_and_a_theory_of_one_name_are_refused_in_either_order(
         theory.run_theory(parse_theory_config(CONFIG), runs)
 
 
+@pytest.mark.slow
 def test_an_ns_errors_are_read_through_the_runs_check(first, tmp_path, monkeypatch):
     """theory read each n's errors.csv as it was, after deciding the n's run was up to date:
     a file replaced in between gave m* of numbers that are not the run's. Now the bytes read

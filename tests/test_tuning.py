@@ -7,6 +7,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 # Records every mallopt call made through ctypes, before genvdis is imported.
 SPY = """import ctypes, json
 calls = []
@@ -35,10 +37,12 @@ def _mallopt_calls(code: str) -> list[list[int]]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_importing_the_engine_and_the_api_leaves_the_allocator_alone():
     assert _mallopt_calls("import genvdis.experiment.engine, genvdis.api, genvdis.cli") == []
 
 
+@pytest.mark.slow
 def test_a_run_tunes_its_process_once(tmp_path, write_toy, toy_config):
     """Once per process however many runs: both thresholds, to glibc's keep-memory values."""
     config = write_toy(tmp_path / "cfg", toy_config("sizes: [10, 20]"))

@@ -63,6 +63,7 @@ def _fake_archive(folder: Path, skip: int = 0) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_without_uci_files_they_are_skipped_and_the_closing_lines_say_so(tmp_path):
     code, lines = _run_suite(tmp_path)
     assert code == 0, lines
@@ -70,6 +71,7 @@ def test_without_uci_files_they_are_skipped_and_the_closing_lines_say_so(tmp_pat
     assert "1 passed, 2 skipped" in lines[-1]
 
 
+@pytest.mark.slow
 def test_require_uci_turns_the_skips_into_one_line_failures(tmp_path):
     code, lines = _run_suite(tmp_path, GENVDIS_REQUIRE_UCI="1")
     assert code == 1, lines
@@ -82,6 +84,7 @@ def test_require_uci_turns_the_skips_into_one_line_failures(tmp_path):
 
 
 @pytest.mark.parametrize("test_uci", ["complete", "incomplete", "absent"])
+@pytest.mark.slow
 def test_sources_are_tried_in_order(test_uci, tmp_path):
     """GENVDIS_TEST_UCI first, then <repo>/../shared/uci; a folder that lacks files is passed
     over. (GENVDIS_MIRROR, third, is named here too, and must not be used.)"""
@@ -95,6 +98,7 @@ def test_sources_are_tried_in_order(test_uci, tmp_path):
     assert code == 0 and "3 passed" in lines[-1], lines
 
 
+@pytest.mark.slow
 def test_each_source_that_fails_is_named_with_its_problem(tmp_path):
     """A folder that lacks files, and a GENVDIS_MIRROR serving other bytes (it goes through
     genvdis's fetcher, which checks each file's sha256): skipped, and the closing lines say
@@ -109,6 +113,7 @@ def test_each_source_that_fails_is_named_with_its_problem(tmp_path):
     assert lines[at + 2].startswith(f"  GENVDIS_MIRROR={mirror}: {first}: checksum mismatch")
 
 
+@pytest.mark.slow
 def test_a_mirror_url_is_downloaded_from(tmp_path, http_mirror, uci_dir):
     """GENVDIS_MIRROR as a URL (here a loopback server of the real files): the files are
     fetched into a test cache, and the tests that need them run."""
