@@ -35,9 +35,11 @@ $(STAMP): pyproject.toml
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
+# ruff, then the import rules (pyproject.toml's import-linter contract, docs/architecture.md)
 lint: $(STAMP)
 	$(BIN)/ruff check genvdis tests benchmarks
 	$(BIN)/ruff format --check genvdis tests benchmarks
+	$(BIN)/lint-imports
 
 format:
 	$(BIN)/ruff format genvdis tests benchmarks

@@ -132,8 +132,3 @@ def flags(table: pd.DataFrame, model: str, test: str) -> str:
         top = t.sort_values(["p", "m_from", "m_to"], kind="stable").iloc[0]
         return f"{int(top['m_from'])}→{int(top['m_to'])}"
     return ";".join(str(int(x)) for x in t["m_at"])
-
-
-def observed_rises(table: pd.DataFrame) -> pd.DataFrame:
-    """Every step where a mean curve goes up at all, significant or not (for the report)."""
-    return table[(table["test"] == RISE) & (table["estimate"] > 0)]

@@ -20,6 +20,7 @@ from pydantic import (
     model_serializer,
 )
 
+from genvdis.config import resultnames
 from genvdis.config._yaml import read_yaml
 from genvdis.config.sections import (
     DatasetSpec,
@@ -37,7 +38,6 @@ from genvdis.config.sections import (
     dump_without_unset,
 )
 from genvdis.errors import UserError
-from genvdis.store import names as resultnames
 
 Model = TypeVar("Model", bound=BaseModel)
 Config = TypeVar("Config", bound="RunConfig")

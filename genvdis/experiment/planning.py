@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import logging
 import os
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
-from genvdis.errors import UserError
+from genvdis.errors import FORCE, UserError
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +38,6 @@ PER_SPLIT, PER_ROW_COLUMN, PER_TEST_CELL = 5e-5, 1.25e-8, 5e-10
 PER_SQUARE, PER_CUBE = 5.4e-10, 1e-10
 HUMAN = 10 * 60  # estimates above 10 CPU-minutes are shown before the run starts
 
-FORCE = "or add --force to run it anyway"
-
 BLOCK_BYTES = 128 * 2**20  # a block's training tensor stays near this
 MAX_BLOCK = 250
 
@@ -54,31 +51,6 @@ def auto_block_size(m: int, width: int, n_rows: int = 0) -> int:
     block."""
     per_split = 8 * m * max(width, 1) + n_rows
     return int(np.clip(BLOCK_BYTES // per_split, 5, MAX_BLOCK))
-
-
-# A compiled kernel cannot see Ctrl-C: Python runs its SIGINT handler only between calls. A
-# kernel that loops over independent items (splits, each with its own random stream) is
-# therefore called on pieces that take about this long each, which changes none of its numbers.
-CALL_SECONDS = 0.25
-
-
-def in_short_calls(
-    call: Callable[[int, int], tuple[np.ndarray, ...]], count: int, first: int = 4
-) -> tuple[np.ndarray, ...]:
-    """call(start, stop) over range(count) in pieces of about CALL_SECONDS each (the first
-    `first` items, later pieces sized by the last piece's time per item, growing at most
-    fourfold), its arrays joined along axis 0. Only for kernels whose items are independent."""
-    parts, start, size = [], 0, max(1, first)
-    while start < count or not parts:
-        stop = min(count, start + size)
-        began = time.perf_counter()
-        parts.append(call(start, stop))
-        per_item = (time.perf_counter() - began) / max(stop - start, 1)
-        size = min(4 * size, max(1, int(CALL_SECONDS / per_item))) if per_item > 0 else 4 * size
-        start = stop
-    if len(parts) == 1:
-        return parts[0]
-    return tuple(np.concatenate(arrays) for arrays in zip(*parts, strict=True))
 
 
 @dataclass(frozen=True)

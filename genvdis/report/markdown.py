@@ -15,7 +15,8 @@ from pathlib import Path
 import pandas as pd
 
 from genvdis.analysis import differences as an
-from genvdis.analysis.sensitivity import stability_blocks
+from genvdis.analysis import runs
+from genvdis.config import resultnames
 from genvdis.report import curves as rc
 from genvdis.report._format import (
     Block,
@@ -28,10 +29,10 @@ from genvdis.report._format import (
     panel_label,
 )
 from genvdis.report.explorer import write_explorer
-from genvdis.store import names as resultnames
-from genvdis.store import results, runfiles
+from genvdis.report.stability import stability_blocks
+from genvdis.store import results
 
-PAIRS = runfiles.PAIRS_FILE
+PAIRS = runs.PAIRS_FILE
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "analysis.md"
 PAPER_QUOTE = (
     "Ng & Jordan (2001) found the two regimes (naive Bayes better at small m, logistic "
@@ -131,7 +132,7 @@ def panel_section(results_dir: Path, r: pd.Series) -> list[Block]:
 
 def _pairs_table(results_dir: Path, r: pd.Series) -> list[Block]:
     """Every pair of a panel that has more than one (pairs.csv), each with its verdict."""
-    pairs = runfiles.read_pairs(results_dir)
+    pairs = runs.read_pairs(results_dir)
     if pairs is None:
         return []
     mine = pairs[pairs["folder"].astype(str) == str(r["folder"])]
@@ -453,28 +454,21 @@ def to_html(blocks: list[Block], title: str) -> str:
     return head + "\n".join(parts) + "\n</body>\n</html>\n"
 
 
-def write_report(
-    results_dir: Path, reanalyse: bool = True, n_boot: int = 1000, jobs: int = 1
-) -> tuple[Path, Path]:
-    """Write REPORT.md and REPORT.html; by default re-run the analysis first (on up to `jobs`
-    processes) so the report, analysis.csv and each differences.csv always agree."""
-    return write_reports([results_dir], reanalyse, n_boot, jobs)[0]
-
-
 def write_reports(
     folders: list[Path], reanalyse: bool = True, n_boot: int = 1000, jobs: int = 1
 ) -> list[tuple[Path, Path]]:
-    """`write_report` for several results folders, in one process: every folder's runs are
-    analysed first (in one pool), then each folder's report and explorer are written, so an
-    explorer that shows another folder's runs (results/ shows results/examples/) finds their
-    analysis whatever the order of `folders`."""
+    """Each folder's REPORT.md and REPORT.html, and (md, html) paths in `folders`' order. By
+    default every folder's runs are analysed again first (in one pool, on up to `jobs`
+    processes), so the report, analysis.csv and each differences.csv always agree; then each
+    folder's report and explorer are written, so an explorer that shows another folder's runs
+    (results/ shows results/examples/) finds their analysis whatever the order of `folders`."""
     folders = [Path(f) for f in folders]
     stale = [f for f in folders if reanalyse or not (f / "analysis.csv").exists()]
     if stale:
-        runfiles.analyse_folders(stale, n_boot=n_boot, jobs=jobs)
+        runs.analyse_folders(stale, n_boot=n_boot, jobs=jobs)
     written = []
     for results_dir in folders:
-        table = runfiles.read_analysis(results_dir)
+        table = runs.read_analysis(results_dir)
         blocks = build_blocks(results_dir, table)
         md, page = results_dir / resultnames.REPORT_MD, results_dir / resultnames.REPORT_HTML
         with results.writing(results_dir, "the report", results.AGAIN):

@@ -536,14 +536,6 @@ def output_sha256(path: Path) -> str | None:
         return None
 
 
-def read_errors(run_dir: Path) -> pd.DataFrame:
-    """errors.csv as it was in memory when written: each error is parsed by Python's float,
-    which gives back the very double that was written (pandas' own parser need not)."""
-    errors = pd.read_csv(run_dir / "errors.csv", dtype={"error": str})
-    errors["error"] = errors["error"].map(float).astype(np.float64)
-    return errors
-
-
 def find_runs(results_dir: Path) -> list[Path]:
     """Run folders under `results_dir` (or `results_dir` itself if it is one)."""
     check_path(results_dir, "results folder")

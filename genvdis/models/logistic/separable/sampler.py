@@ -22,8 +22,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from genvdis._runtime import portable, streams
-from genvdis.experiment import planning
+from genvdis._runtime import portable, shortcalls, streams
 
 # The per-wall loops divide by c_i <= 0 on purpose (the result is never read): numpy's error
 # model lets them do so without a check, which is what lets them vectorise.
@@ -306,7 +305,7 @@ def sample_version_space(
     Bt = np.ascontiguousarray(np.swapaxes(B, 1, 2))
     w *= np.sqrt(r) / portable.norms(w)[:, None]  # the typical radius
     start = w
-    w, v, u = planning.in_short_calls(  # each problem its own stream: pieces change nothing
+    w, v, u = shortcalls.in_short_calls(  # each problem its own stream: pieces change nothing
         lambda a, b: _chains(B[a:b], Bt[a:b], start[a:b], keys[a:b], int(iterations),
                              int(warmup_bounces), d),
         S,
