@@ -80,7 +80,7 @@ def read_analysis(results_dir: Path) -> pd.DataFrame:
 
 
 def analyse_run(run_dir: Path, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
-    """One run's row of the results table (`analysis.analyse_panel`); writes the tables that
+    """One run's row of the results table (`differences.analyse_panel`); writes the tables that
     trace it (differences.csv, shape.csv, fits.csv) into the run's folder."""
     return _analyse_run(run_dir, n_boot, seed).row
 

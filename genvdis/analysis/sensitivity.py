@@ -18,8 +18,7 @@ import pandas as pd
 from genvdis.analysis import runs
 from genvdis.config import resultnames
 from genvdis.errors import UserError
-from genvdis.store import lock as runlock
-from genvdis.store import results
+from genvdis.store import lock, results
 
 SENSITIVITY = resultnames.SENSITIVITY
 SENSITIVITY_LOCK = ".sensitivity.lock"  # held while sensitivity.csv is read and rewritten
@@ -117,7 +116,7 @@ def update(out: Path, rows: pd.DataFrame) -> Path:
     update at a time (a lock beside it, waited for): two sweeps of different panels into one
     folder that read it at once would each write back the rows they read, losing the other's."""
     path = Path(out) / SENSITIVITY
-    with runlock.hold(Path(out), wait=True, name=SENSITIVITY_LOCK):
+    with lock.hold(Path(out), wait=True, name=SENSITIVITY_LOCK):
         old = read_sensitivity(out)
         if old is not None:
             keep = old[~old["name"].isin(set(rows["name"]))]

@@ -109,7 +109,7 @@ def holm(p: np.ndarray) -> np.ndarray:
 def shape_tests(curves: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
     """Every rise and bend test of every model's curve in one panel, Holm-corrected together.
 
-    `curves` has columns model, m, mean, std, n (as `analysis.model_curves` gives).
+    `curves` has columns model, m, mean, std, n (as `differences.model_curves` gives).
     """
     rows = []
     for model, c in curves.groupby("model", sort=False):

@@ -28,8 +28,7 @@ from genvdis.config.experiment import ExperimentConfig
 from genvdis.config.theory import TheoryConfig, experiment_config, load_theory_config
 from genvdis.data import synthetic
 from genvdis.experiment import planning
-from genvdis.store import lock as runlock
-from genvdis.store import results
+from genvdis.store import lock, results
 
 if TYPE_CHECKING:
     from genvdis.progress import Progress
@@ -71,7 +70,7 @@ def run_theory(
     config = config.with_overrides(splits=splits)
     root = results.prepare_output(out_dir, config.name, "theory")
     planning.check_synthetic(config.n_rows, max(config.n), config.kind, force)
-    with runlock.hold(root, wait):
+    with lock.hold(root, wait):
         if _up_to_date(config, root):
             log.info("%s: up to date (%s)", config.name, root)
             return root

@@ -14,10 +14,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from genvdis.analysis import differences as an
-from genvdis.analysis import runs
+from genvdis.analysis import differences, runs
 from genvdis.config import resultnames
-from genvdis.report import curves as rc
+from genvdis.report import curves
 from genvdis.report._format import (
     Block,
     fmt,
@@ -46,22 +45,22 @@ PAPER_QUOTE = (
 
 def _gen(row: pd.Series) -> str:
     gen = get_col(row, "gen_model")
-    return an.NB if is_missing(gen) else str(gen)
+    return differences.NB if is_missing(gen) else str(gen)
 
 
 def _gen_tag(row: pd.Series) -> str:
-    return "" if _gen(row) == an.NB else f" ({_gen(row)})"
+    return "" if _gen(row) == differences.NB else f" ({_gen(row)})"
 
 
 def _disc(row: pd.Series) -> str:
     """The pair's second model, whose errors the "LR" columns show beside the pair's
     crossover (logistic regression, unless `compare:` made another pair the first)."""
     disc = get_col(row, "disc_model")
-    return an.LR if is_missing(disc) else str(disc)
+    return differences.LR if is_missing(disc) else str(disc)
 
 
 def _disc_tag(row: pd.Series) -> str:
-    return "" if _disc(row) == an.LR else f" ({_disc(row)})"
+    return "" if _disc(row) == differences.LR else f" ({_disc(row)})"
 
 
 def summary_table(table: pd.DataFrame) -> Block:
@@ -95,15 +94,17 @@ def _summary_row(r: pd.Series) -> list[str]:
         fmt(get_col(r, f"{g}_err_m_max")) + tag,
         fmt(get_col(r, f"{d}_err_m_max")) + dtag,
         fmt_cross(r),
-        rc.asym_cell(r, g) + tag,
-        rc.asym_cell(r, d) + dtag,
+        curves.asym_cell(r, g) + tag,
+        curves.asym_cell(r, d) + dtag,
         _verdict(r),
     ]
 
 
 def _verdict(r: pd.Series) -> str:
-    """The row's verdict in the words of its pair (`analysis.shown_verdict`)."""
-    return an.shown_verdict(r["verdict"], get_col(r, "gen_model"), get_col(r, "disc_model"))
+    """The row's verdict in the words of its pair (`differences.shown_verdict`)."""
+    return differences.shown_verdict(
+        r["verdict"], get_col(r, "gen_model"), get_col(r, "disc_model")
+    )
 
 
 def _figure(results_dir: Path, folder: str, name: str) -> Block:
@@ -119,11 +120,11 @@ def panel_section(results_dir: Path, r: pd.Series) -> list[Block]:
     blocks.append(_figure(results_dir, str(r["folder"]), str(r["name"])))
     blocks.append(Block("p", text=_panel_sentence(r)))
     blocks.append(_model_table(r))
-    blocks += rc.fit_table(results_dir, r)
-    blocks += rc.note_blocks(results_dir, r)
+    blocks += curves.fit_table(results_dir, r)
+    blocks += curves.note_blocks(results_dir, r)
     blocks += _pairs_table(results_dir, r)
     diff_path = results_dir / str(r["folder"]) / "differences.csv"
-    if r["verdict"] != an.NO_PAIR and diff_path.exists():
+    if r["verdict"] != differences.NO_PAIR and diff_path.exists():
         diffs = pd.read_csv(diff_path)
         for _, d in diffs.groupby(["a", "b"], sort=False):
             blocks.append(_diff_table(d))
@@ -156,7 +157,7 @@ def _pairs_table(results_dir: Path, r: pd.Series) -> list[Block]:
 
 def _panel_sentence(r: pd.Series) -> str:
     n = fmt_int(r["n_rows"])
-    if r["verdict"] == an.NO_PAIR:
+    if r["verdict"] == differences.NO_PAIR:
         return f"n = {n}. Models: {r['models']}. No generative/discriminative pair: verdict n/a."
     cross = fmt_cross(r)
     no_cross = fmt(get_col(r, "frac_no_cross"), 2)
@@ -181,9 +182,9 @@ def _model_table(r: pd.Series) -> Block:
             m,
             fmt(get_col(r, f"{m}_err_m_min")),
             fmt(get_col(r, f"{m}_err_m_max")),
-            rc.asym_cell(r, m, why=True),
+            curves.asym_cell(r, m, why=True),
             str(get_col(r, f"{m}_best_family") or "—"),
-            rc.shape_cell(r, m) or "none",
+            curves.shape_cell(r, m) or "none",
         ]
         for m in str(r["models"]).split(";")
         if m
@@ -214,10 +215,13 @@ def comparison(table: pd.DataFrame) -> list[Block]:
     """Verdict counts against the paper's claim, including its small-dataset caveat."""
     blocks = [Block("h2", text="Comparison with the paper"), Block("p", text=PAPER_QUOTE)]
     # a panel whose first pair is no generative/discriminative one says nothing of the claim
-    gen, disc = table["gen_model"].isin(an.GENERATIVE), table["disc_model"].isin(an.DISCRIMINATIVE)
-    table = table[(gen & disc) | (table["verdict"] == an.NO_PAIR)]
-    paired = table[table["verdict"] != an.NO_PAIR]
-    n_two = _count(paired, an.TWO_REGIMES)
+    gen, disc = (
+        table["gen_model"].isin(differences.GENERATIVE),
+        table["disc_model"].isin(differences.DISCRIMINATIVE),
+    )
+    table = table[(gen & disc) | (table["verdict"] == differences.NO_PAIR)]
+    paired = table[table["verdict"] != differences.NO_PAIR]
+    n_two = _count(paired, differences.TWO_REGIMES)
     text = (
         f"Two regimes in {n_two} of {_count_of(len(paired), 'panel')} with a "
         "generative/discriminative pair."
@@ -255,12 +259,12 @@ def _median_n(t: pd.DataFrame) -> str:
 
 def _verdict_counts(table: pd.DataFrame) -> Block:
     order = [
-        an.TWO_REGIMES,
-        an.NB_BETTER,
-        an.LR_BETTER,
-        an.MIXED,
-        an.NOT_DISTINGUISHABLE,
-        an.NO_PAIR,
+        differences.TWO_REGIMES,
+        differences.NB_BETTER,
+        differences.LR_BETTER,
+        differences.MIXED,
+        differences.NOT_DISTINGUISHABLE,
+        differences.NO_PAIR,
     ]
     rows = []
     for v in order:
@@ -273,9 +277,9 @@ def _verdict_counts(table: pd.DataFrame) -> Block:
 def _agreement_lines(paired: pd.DataFrame) -> list[str]:
     nb_small = paired[paired["diff_m_min_ci_low"] > 0]
     lr_large = paired[paired["diff_m_max_ci_high"] < 0]
-    nb_only = paired[paired["verdict"] == an.NB_BETTER]
+    nb_only = paired[paired["verdict"] == differences.NB_BETTER]
     return [
-        f"Agree with two regimes: {_names(paired[paired['verdict'] == an.TWO_REGIMES])}.",
+        f"Agree with two regimes: {_names(paired[paired['verdict'] == differences.TWO_REGIMES])}.",
         f"NB significantly better at the smallest m: {_names(nb_small)}.",
         f"LR significantly better at the largest m: {_names(lr_large)}.",
         f"LR never significantly better (median n {_median_n(nb_only)}, against "
@@ -344,8 +348,8 @@ def build_blocks(results_dir: Path, table: pd.DataFrame) -> list[Block]:
         blocks.append(Block("img", text="Figure 1 reproduction", src="figure1.png"))
     blocks += [Block("h2", text="All panels"), summary_table(table)]
     blocks += method(results_dir)
-    blocks += rc.shape_section(results_dir, table)
-    blocks += rc.fit_section(table)
+    blocks += curves.shape_section(results_dir, table)
+    blocks += curves.fit_section(table)
     blocks += stability_blocks(results_dir)  # after `genvdis sweep` (sensitivity.csv)
     for _, r in table.iterrows():
         blocks += panel_section(results_dir, r)

@@ -20,7 +20,6 @@ import pandas as pd
 from genvdis.config._yaml import read_yaml
 from genvdis.config.experiment import NAME_PATTERN, check_pairs, drawable_title
 from genvdis.errors import UserError
-from genvdis.store import lock as runlock
 from genvdis.store import results
 
 # What plot and report use of each file, and which of those columns are numbers.
@@ -87,65 +86,8 @@ def _read_checked(path: Path, needs: dict[str, bool], exact: tuple[str, ...] = (
     earlier run's numbers as the folder's)."""
     data = path.read_bytes()
     table = read_table(path, needs, data, exact)
-    check_manifest(path, hashlib.sha256(data).hexdigest())
+    results.check_manifest(path, hashlib.sha256(data).hexdigest())
     return table
-
-
-def check_manifest(path: Path, sha256: str | None = None) -> None:
-    """The one check of a run's folder before any of its files is used (by plot, report, the
-    explorer and the API; `genvdis run` checks it likewise, `results.verify`): its
-    manifest.json must list every file a run writes, and each file have the bytes listed
-    (config.yaml: but for its compare:, `results.check_files`). A file edited or replaced
-    since, a manifest edited or removed (`run` finds no finished run there, so no reader
-    may use it as one), or a later run killed before its commit ended (its mark,
-    `results.COMMITTING`: files of two runs) would put numbers or settings that are not the
-    run's in a figure, a report or the API. Only errors.csv may be absent (the committed
-    results keep none): nothing is read from it then. `path`: the file about to be used;
-    `sha256`: of its bytes as read (default: the file's now)."""
-    run_dir = path.parent
-    if (run_dir / results.COMMITTING).exists():
-        if runlock.in_use(run_dir):
-            raise UserError(
-                f"{run_dir}: a run is writing its results now; run this command again "
-                "when it has finished"
-            )
-        raise UserError(
-            f"{run_dir}: its last run was stopped while writing its results, so its files "
-            "may be of two runs; rerun that run to finish it"
-        )
-    manifest_path = run_dir / results.MANIFEST
-    try:
-        manifest = results.read_manifest(run_dir)
-    except FileNotFoundError:
-        raise UserError(
-            f"{run_dir}: no {results.MANIFEST}, so no finished run (its run did not finish, or "
-            "the file was removed); rerun the run"
-        ) from None
-    except results.DamagedManifest as problem:
-        raise UserError(
-            f"{manifest_path}: damaged ({problem}); rerun the run to rewrite it"
-        ) from None
-    read = {path.name: sha256} if sha256 is not None else {}
-    problems = results.check_files(run_dir, manifest, read)
-    if problems.get("errors.csv") == "missing":
-        del problems["errors.csv"]
-    if not problems:
-        return
-    if path.name in problems and results.output_sha256(path) == manifest.files[path.name]:
-        raise UserError(  # the bytes read were not these: a rerun committed meanwhile
-            f"{path}: a run wrote its folder while it was read; run this command again (once "
-            "no run writes there)"
-        )
-    name = path.name if path.name in problems else next(iter(problems))
-    why = problems[name]
-    if why == "missing":
-        raise UserError(
-            f"{run_dir / name}: missing ({results.MANIFEST} lists it); rerun the run to rewrite it"
-        )
-    raise UserError(
-        f"{run_dir / name}: changed since its run wrote it ({results.MANIFEST} lists other "
-        "bytes); rerun the run to rewrite it"
-    )
 
 
 def summary_means(summary: pd.DataFrame) -> pd.DataFrame:
@@ -170,12 +112,12 @@ def mean_agrees(
 def read_run_config(run_dir: Path) -> dict[str, Any]:
     """The run's config.yaml as a mapping, its name a plain name (the figures are written to
     `<run>/<name>.png`) and its title one that can be drawn, checked against the run's
-    manifest (`check_manifest`): an edited n_rows, panel or splits is not the run's."""
+    manifest (`results.check_manifest`): an edited n_rows, panel or splits is not the run's."""
     path = run_dir / results.CONFIG
     config = read_yaml(path) if path.is_file() else None
     if isinstance(config, dict):
         _check_names(config, run_dir, path)
-    check_manifest(path)
+    results.check_manifest(path)
     return config if isinstance(config, dict) else {}
 
 
