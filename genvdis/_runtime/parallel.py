@@ -60,8 +60,9 @@ def worker_count(
     jobs: int, tasks: int, force: bool = False, backend: str = "loky", cpu_seconds: float = 0.0
 ) -> int:
     """--jobs, capped at the tasks to run and (unless `force`) at this machine's cores; 1, this
-    process, where `backend` "fork" (`map_ordered`'s) is not safe (`can_fork`), and (unless
-    `force`) for a loky run estimated under `IN_PROCESS_BELOW`."""
+    process, where `backend` "fork" (`map_ordered`'s, for plot, report and theory, which have
+    no --force) is not safe (`can_fork`), and (unless `force`) for a loky run estimated under
+    `IN_PROCESS_BELOW`. A run's cap is logged, with how --force changes it."""
     if jobs == 1 or (backend == "fork" and not can_fork()):
         return 1
     import joblib
@@ -72,7 +73,7 @@ def worker_count(
         used, why = 1, "a short run: over sooner than workers start; --force uses them"
     elif used < jobs:
         why = f"{tasks} tasks to run" if used == tasks else f"{cores} cores; --force uses more"
-    if used < jobs:
+    if used < jobs and backend != "fork":  # said for a run, whose --force can change it
         log.info("--jobs %d: using %d worker(s) (%s)", jobs, used, why)
     return used
 
