@@ -43,9 +43,11 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -n $(TEST_JOBS) -m "not slow"
 
+# ruff, then the import rules (pyproject.toml's import-linter contract, docs/architecture.md)
 lint: $(STAMP)
 	$(BIN)/ruff check genvdis tests benchmarks
 	$(BIN)/ruff format --check genvdis tests benchmarks
+	$(BIN)/lint-imports
 
 format:
 	$(BIN)/ruff format genvdis tests benchmarks

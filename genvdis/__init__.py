@@ -2,13 +2,15 @@
 
 The public API (see README "Python API"): `load_config`, `run`, `sweep`, `open_results`, `Results`,
 `builtin_configs` and `UserError`. Importing genvdis loads none of the numeric libraries: each
-name is imported from its module on first use. `__version__` is pyproject.toml's, read from the
-installed package's metadata on first use (importlib.metadata costs more than genvdis itself).
+name is imported from its module on first use. `__version__` lives in genvdis/_version.py, which
+pyproject.toml reads too.
 """
 
 from __future__ import annotations
 
 import importlib
+
+from genvdis._version import __version__ as __version__
 
 __all__ = ["Results", "UserError", "builtin_configs", "load_config", "open_results", "run"]
 __all__ += ["sweep"]
@@ -30,30 +32,15 @@ if TYPE_CHECKING:
     from genvdis.errors import UserError
     from genvdis.runresults import Results, open_results
 
-    __version__: str
-
 
 def __getattr__(name: str) -> object:
     """The public names, imported on first use (PEP 562)."""
-    if name == "__version__":
-        value = _version()
-    elif name in _HOMES:
+    if name in _HOMES:
         value = getattr(importlib.import_module(_HOMES[name]), name)
     else:
         raise AttributeError(f"module 'genvdis' has no attribute '{name}'")
     globals()[name] = value
     return value
-
-
-def _version() -> str:
-    """The installed distribution's version; "0+unknown" when genvdis runs from a checkout
-    that was never installed (pip install -e . records it)."""
-    from importlib import metadata
-
-    try:
-        return metadata.version("genvdis")
-    except metadata.PackageNotFoundError:
-        return "0+unknown"
 
 
 def __dir__() -> list[str]:

@@ -296,7 +296,7 @@ def check_run_options(
     Traceback (most recent call last):
     genvdis.errors.UserError: --jobs must be >= 1
     """
-    from genvdis.experiment import _pool as pool
+    from genvdis._runtime import parallel as pool
     from genvdis.models import estimators
 
     pool.check_jobs(_whole("--jobs", jobs, WORKERS))
@@ -374,7 +374,7 @@ def validate(configs: Iterable[str | Path], allow_imports: Iterable[str] = ()) -
         check_distinct_panels(checked)
         try:
             _check_columns(config, file)
-            estimators.check_config(config, tuple(allow_imports))
+            estimators.check_config(config.models, tuple(allow_imports))
             engine.check_sizes_at_hand(config, file.parent)  # the m grid against the classes
         except UserError as error:
             raise UserError(f"{path}: {error}") from None
@@ -540,3 +540,13 @@ def sweep(
         for where, config, path in named
     ]
     return sweeps.run_sweeps(plans, Path(out), mirror=mirror, **options)
+
+
+def run_theory(config: Any, out: str | Path = "results", **options: Any) -> Path:
+    """Run one theory config (`genvdis theory`): genvdis.experiment.theory's run, with its
+    figure drawn by the report layer (this layer joins the two). `options` are run_theory's
+    jobs, splits, progress, force and wait; returns the theory's folder."""
+    from genvdis.experiment import theory
+    from genvdis.report import plotting
+
+    return theory.run_theory(config, Path(out), figure=plotting.plot_theory, **options)

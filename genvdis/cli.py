@@ -16,7 +16,7 @@ from typing import Annotated
 
 import typer
 
-from genvdis import __version__
+from genvdis._version import __version__
 
 app = typer.Typer(
     help="Naive Bayes vs. logistic regression learning curves (Ng & Jordan, 2001).",
@@ -321,7 +321,6 @@ def theory(
     from genvdis import api
     from genvdis.config import builtin
     from genvdis.config.theory import load_theory_config
-    from genvdis.experiment.theory import run_theory
     from genvdis.store.results import prepare_output
 
     progress = _start_run(quiet)
@@ -335,7 +334,7 @@ def theory(
             prepare_output(out, config.name, "theory")
     for config in loaded:
         # run_theory says itself what it did: "wrote <dir> in N s", or "up to date (<dir>)"
-        run_theory(config, out, jobs=jobs, progress=progress, force=force, wait=wait)
+        api.run_theory(config, out, jobs=jobs, progress=progress, force=force, wait=wait)
 
 
 @app.command()
@@ -349,7 +348,7 @@ def plot(
 ) -> None:
     """Draw error vs. m for every run, and Figure 1 (3 x 5) when paper panels are there."""
     _headless()
-    from genvdis.experiment import _pool as pool
+    from genvdis._runtime import parallel as pool
     from genvdis.report.plotting import plot_folders
 
     pool.check_jobs(jobs)
@@ -372,9 +371,9 @@ def report(
     jobs: Jobs = 1,
 ) -> None:
     """Crossovers, asymptotes and verdicts per run: REPORT.md, REPORT.html, explorer.html."""
+    from genvdis._runtime import parallel as pool
     from genvdis.config.experiment import MAX_BOOT, MIN_BOOT
     from genvdis.errors import UserError
-    from genvdis.experiment import _pool as pool
     from genvdis.report import explorer
     from genvdis.report.markdown import write_reports
     from genvdis.store import results

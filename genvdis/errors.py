@@ -11,3 +11,8 @@ from __future__ import annotations
 class UserError(Exception):
     """Bad input (config, data, options), or a fixable state of the machine: shown as one
     line, exit code 2."""
+
+
+# The end of every refusal of work that is only too big (a run's estimated hours or memory, a
+# sweep's variant count): the one way past it, worded the same everywhere.
+FORCE = "or add --force to run it anyway"

@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from genvdis import __version__
+from genvdis._version import __version__
 from genvdis.config.experiment import parse_config
 from genvdis.config.sections import FileDataset
 from genvdis.data.preprocessing import keys_of, label_keys, label_text, read_numbers

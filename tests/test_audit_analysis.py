@@ -14,11 +14,11 @@ import pytest
 import yaml
 
 from genvdis.analysis import differences as an
-from genvdis.analysis import shape
+from genvdis.analysis import runs, shape
 from genvdis.errors import UserError
 from genvdis.report import explorer
-from genvdis.report.markdown import write_report
-from genvdis.store import results, runfiles
+from genvdis.report.markdown import write_reports
+from genvdis.store import results
 
 GRID = [10, 20, 40, 80, 160]
 
@@ -63,13 +63,13 @@ def test_a_curve_of_one_split_per_m_has_no_significant_shape_finding(tmp_path):
     where one split was counted as zero variance and every step up came out significant
     (p = 0, "real" in the report)."""
     run = _run(tmp_path, "single", {an.NB: RISING, an.LR: LR_CURVE}, n_splits=1)
-    table = runfiles.analyse_results(tmp_path, n_boot=50)
+    table = runs.analyse_folders([tmp_path], n_boot=50)[0]
     shapes = pd.read_csv(run / "shape.csv")
     assert not shapes["significant"].any()
     assert shapes["p"].isna().all() and shapes["p_holm"].isna().all()
     row = table.iloc[0]
     assert (row[f"{an.NB}_rises"], row[f"{an.NB}_nonconvex"]) == ("", "")
-    write_report(tmp_path)
+    write_reports([tmp_path])[0]
     text = (tmp_path / "REPORT.md").read_text()
     assert "| real |" not in text and "p 0," not in text
 
@@ -128,7 +128,7 @@ def test_the_explorer_draws_the_first_pairs_differences_only(tmp_path):
     curves = {an.NB: NB_CURVE, an.LR: LR_CURVE, "lda": lambda m: 0.18 + 1 / m}
     compare = [[an.NB, an.LR], ["lda", an.LR]]
     run = _run(tmp_path, "three", curves, n_splits=20, compare=compare)
-    write_report(tmp_path)
+    write_reports([tmp_path])[0]
     data = _page_data(tmp_path)
     diff = data["panels"][0]["runs"][0]["diff"]
     stacked = pd.read_csv(run / "differences.csv")
@@ -151,8 +151,8 @@ def test_the_all_panels_row_shows_the_errors_of_the_pair_it_compares(tmp_path):
     0.226 beside gnb's crossover 359.2, where LR's own is 75.8)."""
     curves = {an.NB: NB_CURVE, an.LR: LR_CURVE, "lda": lambda m: 0.15 + 1.5 / m}
     _run(tmp_path, "pair", curves, n_splits=20, compare=[[an.NB, "lda"], [an.NB, an.LR]])
-    write_report(tmp_path)
-    row = runfiles.read_analysis(tmp_path).iloc[0]
+    write_reports([tmp_path])[0]
+    row = runs.read_analysis(tmp_path).iloc[0]
     assert (row["gen_model"], row["disc_model"]) == (an.NB, "lda")
     text = (tmp_path / "REPORT.md").read_text()
     table = text.split("## All panels")[1].split("## Method")[0]
@@ -173,8 +173,8 @@ def test_a_verdict_on_a_pair_in_other_roles_names_the_better_model(tmp_path):
     a table saying "logistic_regression better" at every m. They now name the model."""
     curves = {an.NB: NB_CURVE, an.LR: lambda m: 0.15}
     _run(tmp_path, "reversed", curves, n_splits=20, compare=[[an.LR, an.NB]])
-    write_report(tmp_path)
-    row = runfiles.read_analysis(tmp_path).iloc[0]
+    write_reports([tmp_path])[0]
+    row = runs.read_analysis(tmp_path).iloc[0]
     assert (row["gen_model"], row["disc_model"], row["verdict"]) == (an.LR, an.NB, an.NB_BETTER)
     text = (tmp_path / "REPORT.md").read_text()
     assert an.NB_BETTER not in text and an.LR_BETTER not in text
@@ -187,7 +187,7 @@ def test_a_verdict_on_a_pair_in_other_roles_names_the_better_model(tmp_path):
 
 def test_the_paper_pairs_verdicts_keep_the_paper_words(tmp_path):
     _run(tmp_path, "paper", {an.NB: NB_CURVE, an.LR: lambda m: 0.15}, n_splits=20)
-    write_report(tmp_path)
+    write_reports([tmp_path])[0]
     assert "Verdict: **LR better throughout**" in (tmp_path / "REPORT.md").read_text()
     assert _page_data(tmp_path)["panels"][0]["runs"][0]["verdict"] == an.LR_BETTER
 
@@ -195,8 +195,8 @@ def test_the_paper_pairs_verdicts_keep_the_paper_words(tmp_path):
 def test_an_lda_run_without_naive_bayes_is_not_called_nb_better(tmp_path):
     """models [lda, logistic_regression]: the pair is (lda, LR); its verdict is lda's."""
     _run(tmp_path, "lda", {"lda": NB_CURVE, an.LR: lambda m: 0.9}, n_splits=20)
-    write_report(tmp_path)
-    row = runfiles.read_analysis(tmp_path).iloc[0]
+    write_reports([tmp_path])[0]
+    row = runs.read_analysis(tmp_path).iloc[0]
     assert (row["gen_model"], row["verdict"]) == ("lda", an.NB_BETTER)
     text = (tmp_path / "REPORT.md").read_text()
     assert (
@@ -229,7 +229,7 @@ def test_a_compare_edited_into_config_yaml_is_checked_as_a_configs(tmp_path, com
     config = yaml.safe_load((run / "config.yaml").read_text())
     (run / "config.yaml").write_text(yaml.safe_dump({**config, "compare": compare}))
     with pytest.raises(UserError) as raised:
-        write_report(tmp_path)
+        write_reports([tmp_path])[0]
     text = str(raised.value)
     assert text.startswith(f"{run / 'config.yaml'}: {message}")
     assert "\n" not in text and not (tmp_path / "analysis.csv").exists()
@@ -239,6 +239,6 @@ def test_a_valid_edited_compare_is_analysed(tmp_path):
     run = _run(tmp_path, "edited", {an.NB: NB_CURVE, an.LR: LR_CURVE}, n_splits=5)
     config = yaml.safe_load((run / "config.yaml").read_text())
     (run / "config.yaml").write_text(yaml.safe_dump({**config, "compare": [[an.LR, an.NB]]}))
-    write_report(tmp_path)
-    row = runfiles.read_analysis(tmp_path).iloc[0]
+    write_reports([tmp_path])[0]
+    row = runs.read_analysis(tmp_path).iloc[0]
     assert (row["gen_model"], row["disc_model"]) == (an.LR, an.NB)

@@ -126,19 +126,19 @@ def test_a_rerun_committing_while_report_reads_errors_csv_is_not_passed_off(
     A rerun (another seed) that committed in between made the check hash the new file against
     the new manifest, so the earlier run's numbers were analysed as the folder's, exit 0. Now
     the bytes checked are the bytes read: refused in one line, saying to run it again."""
-    from genvdis.store import runfiles
+    from genvdis.store import results, runfiles
 
     out = tmp_path / "out"
     shutil.copytree(finished, out)
     config = write_toy(tmp_path, toy_config("sizes: [10, 20, 40]", "splits: 8"), "toy.yaml")
-    check = runfiles.check_manifest
+    check = results.check_manifest
 
     def rerun_then_check(path, *args):
-        monkeypatch.setattr(runfiles, "check_manifest", check)
+        monkeypatch.setattr(results, "check_manifest", check)
         genvdis.run(config, seed=1, out=out)
         check(path, *args)
 
-    monkeypatch.setattr(runfiles, "check_manifest", rerun_then_check)
+    monkeypatch.setattr(results, "check_manifest", rerun_then_check)
     with pytest.raises(UserError) as error:
         runfiles.read_errors(out / "toy")
     assert str(error.value) == (

@@ -18,7 +18,7 @@ import genvdis
 from genvdis.analysis import differences as an
 from genvdis.cli import app
 from genvdis.experiment.splits import draw_split
-from genvdis.report.markdown import write_report
+from genvdis.report.markdown import write_reports
 from genvdis.store import results
 from tests.clichecks import assert_user_error
 from tests.learningcurves import CROSSING, make_errors
@@ -158,7 +158,7 @@ def _report_of(tmp_path: Path, target: dict) -> str:
     config = dict(name="liverk", title="liver, three classes", n_rows=345, dataset="liver",
                   target=target, models=[{"name": an.NB}, {"name": an.LR}])  # fmt: skip
     results.write_results(run, errors, config, [an.NB, an.LR])  # as `genvdis run` leaves it
-    return write_report(tmp_path, n_boot=20)[0].read_text()
+    return write_reports([tmp_path], n_boot=20)[0][0].read_text()
 
 
 def test_the_liver_note_is_not_printed_for_another_label(tmp_path):

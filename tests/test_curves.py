@@ -8,9 +8,9 @@ import pytest
 from scipy import stats
 
 from genvdis.analysis import differences as an
-from genvdis.analysis import fits, shape
-from genvdis.report.markdown import write_report
-from genvdis.store import results, runfiles
+from genvdis.analysis import fits, runs, shape
+from genvdis.report.markdown import write_reports
+from genvdis.store import results
 
 GRID = np.array([10, 15, 20, 30, 40, 60, 80, 100, 150, 200, 300, 400, 600], dtype=float)
 
@@ -210,7 +210,7 @@ def test_report_flags_shapes_and_unidentifiable_asymptotes(tmp_path):
         {an.NB: lambda m: 0.46 - 0.025 * np.log(m / 10), an.LR: stepped}, n_splits=300
     )
     _panel(tmp_path, "liver", "liver", errors)
-    t = runfiles.analyse_results(tmp_path, n_boot=20).iloc[0]
+    t = runs.analyse_folders([tmp_path], n_boot=20)[0].iloc[0]
     assert t[f"{an.NB}_asymptote_reason"] == "not identifiable: a at its lower bound 0"
     assert t[f"{an.LR}_asymptote_reason"] == ""
     assert t[f"{an.LR}_rises"] == "40→60" and t[f"{an.NB}_rises"] == ""
@@ -219,7 +219,7 @@ def test_report_flags_shapes_and_unidentifiable_asymptotes(tmp_path):
     assert saved.loc[0, f"{an.NB}_asymptote_reason"].startswith("not identifiable")
     fitted = pd.read_csv(tmp_path / "liver" / "fits.csv")
     assert len(fitted) == 6 and fitted.groupby("model")["best"].sum().tolist() == [1, 1]
-    md, page = write_report(tmp_path, n_boot=20)
+    md, page = write_reports([tmp_path], n_boot=20)[0]
     text = md.read_text()
     assert "| 7 | liver | 345 | 10–600 |" in text
     assert "not identifiable: a at its lower bound 0" in text
@@ -231,7 +231,7 @@ def test_report_flags_shapes_and_unidentifiable_asymptotes(tmp_path):
 def test_report_without_dataset_note_or_shape_findings(tmp_path):
     errors = per_split({an.NB: smooth, an.LR: lambda m: 0.1 + 0.9 * m**-0.5}, n_splits=100)
     _panel(tmp_path, "pima", "pima", errors)
-    text = write_report(tmp_path, n_boot=20)[0].read_text()
+    text = write_reports([tmp_path], n_boot=20)[0][0].read_text()
     assert "No curve rises or bends, even nominally." in text
     assert "McDermott" not in text
 
@@ -239,10 +239,10 @@ def test_report_without_dataset_note_or_shape_findings(tmp_path):
 def test_short_grid_reports_no_fit_and_skips_held_out_selection(tmp_path):
     errors = per_split({an.NB: smooth, an.LR: smooth}, grid=np.array([10.0, 20, 40]), n_splits=50)
     _panel(tmp_path, "short", "short", errors)
-    t = runfiles.analyse_results(tmp_path, n_boot=10).iloc[0]
+    t = runs.analyse_folders([tmp_path], n_boot=10)[0].iloc[0]
     assert t[f"{an.NB}_asymptote_reason"] == "no fit: fewer than 4 points"
     assert t[f"{an.NB}_best_family"] == ""  # 3 points leave too few to hold 2 out
-    text = write_report(tmp_path, n_boot=10)[0].read_text()
+    text = write_reports([tmp_path], n_boot=10)[0][0].read_text()
     assert "no fit: fewer than 4 points" in text
 
 

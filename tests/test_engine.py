@@ -177,9 +177,9 @@ def test_ctrl_c_stops_a_run_within_a_second_and_keeps_finished_blocks(tmp_path):
 
 def test_the_sampler_runs_in_short_calls_with_the_same_draws(monkeypatch):
     """The sampler's chains (up to ~0.8 s a call on sonar's 250-split blocks) run in pieces
-    of about calls.CALL_SECONDS, between which Ctrl-C is seen; each problem has its own
+    of about shortcalls.CALL_SECONDS, between which Ctrl-C is seen; each problem has its own
     stream, so the pieces give the very draws of one call."""
-    from genvdis._runtime import calls as short_calls
+    from genvdis._runtime import shortcalls
     from genvdis.models.logistic.separable import hyperplanes, sampler
 
     rng = np.random.default_rng(4)
@@ -197,13 +197,13 @@ def test_the_sampler_runs_in_short_calls_with_the_same_draws(monkeypatch):
         return chains(B, *args)
 
     monkeypatch.setattr(sampler, "_chains", counted)
-    monkeypatch.setattr(short_calls, "CALL_SECONDS", 0.0)  # one problem a call after the first
+    monkeypatch.setattr(shortcalls, "CALL_SECONDS", 0.0)  # one problem a call after the first
     np.testing.assert_array_equal(sampler.sample_version_space(A, z0, 5, keys), whole)
     assert calls == [4, 1, 1, 1, 1, 1]
 
 
 def test_in_short_calls_sizes_pieces_by_time_and_joins_them(monkeypatch):
-    from genvdis._runtime import calls as short_calls
+    from genvdis._runtime import shortcalls
 
     pieces = []
 
@@ -211,18 +211,18 @@ def test_in_short_calls_sizes_pieces_by_time_and_joins_them(monkeypatch):
         pieces.append((a, b))
         return np.arange(a, b), np.arange(a, b)[:, None] * 2
 
-    first, second = short_calls.in_short_calls(call, 100)
+    first, second = shortcalls.in_short_calls(call, 100)
     np.testing.assert_array_equal(first, np.arange(100))
     np.testing.assert_array_equal(second[:, 0], 2 * np.arange(100))
     assert pieces[0] == (0, 4) and pieces[1][1] - pieces[1][0] == 16  # fast: grows fourfold
-    assert short_calls.in_short_calls(call, 0)[0].size == 0
+    assert shortcalls.in_short_calls(call, 0)[0].size == 0
 
 
 @pytest.mark.parametrize("test", ["rest", 60])
 def test_scoring_in_pieces_of_splits_gives_the_same_errors(monkeypatch, test):
     """A block is scored in pieces of splits when it is large (a 1,000,000-row table's took
     10 s in one call, deaf to Ctrl-C): one split a piece here, the same rows as one call."""
-    from genvdis._runtime import calls as short_calls
+    from genvdis._runtime import shortcalls
     from genvdis.experiment import engine
 
     X, y, layout = mixed_data()
@@ -238,6 +238,6 @@ def test_scoring_in_pieces_of_splits_gives_the_same_errors(monkeypatch, test):
 
     monkeypatch.setattr(engine, "count_errors", counted)
     monkeypatch.setattr(engine, "SCORE_WORK", 1)
-    monkeypatch.setattr(short_calls, "CALL_SECONDS", 0.0)
+    monkeypatch.setattr(shortcalls, "CALL_SECONDS", 0.0)
     pd.testing.assert_frame_equal(run_block(data, models, 30, range(0, 12), protocol), whole)
     assert pieces == [1] * 12

@@ -404,10 +404,12 @@ def test_check_config_checks_every_estimator_entry_without_data(user_package):
     entries = ["naive_bayes", {"name": "p", "estimator": "userpkg.Picky"}]
     config = parse_config({**base, "models": entries})
     with pytest.raises(UserError, match="models: 'p' \\(userpkg.Picky\\): import paths"):
-        estimators.check_config(config)
-    estimators.check_config(config, ["userpkg"])
+        estimators.check_config(config.models)
+    estimators.check_config(config.models, ["userpkg"])
     # not installed, no version: its source's hash stands for its version (an edit reruns)
-    assert re.fullmatch(r"unknown\+source\.[0-9a-f]{16}", estimators.versions(config)["userpkg"])
+    assert re.fullmatch(
+        r"unknown\+source\.[0-9a-f]{16}", estimators.versions(config.models)["userpkg"]
+    )
 
 
 def test_warning_lines_say_each_model_once():

@@ -32,10 +32,11 @@ import pytest
 from typer.testing import CliRunner
 
 from genvdis.analysis import differences as an
+from genvdis.analysis import runs
 from genvdis.cli import app
 from genvdis.report import explorer
-from genvdis.report.markdown import write_report
-from genvdis.store import results, runfiles
+from genvdis.report.markdown import write_reports
+from genvdis.store import results
 
 REPO = Path(__file__).resolve().parents[1]
 COMMITTED = REPO / "results"
@@ -93,8 +94,8 @@ def known(tmp_path_factory) -> Path:
     _run(root, "votes", other, NB_CURVE)
     synthetic = dict(title="n = 10", dataset={"synthetic": {"kind": "binary"}}, models=[LR_SAMPLE])
     _run(root, "theory-x/n10", synthetic, {an.LR: lambda m: 0.3})
-    runfiles.analyse_results(root, n_boot=50)
-    runfiles.analyse_results(root / "examples", n_boot=50)
+    runs.analyse_folders([root], n_boot=50)
+    runs.analyse_folders([root / "examples"], n_boot=50)
     return root
 
 
@@ -176,7 +177,7 @@ def test_a_title_cannot_close_the_script(hostile):
 def test_report_writes_the_explorer_beside_the_report(known, tmp_path):
     folder = tmp_path / "r"
     shutil.copytree(known / "toy", folder / "toy")
-    write_report(folder, n_boot=20)
+    write_reports([folder], n_boot=20)[0]
     assert (folder / "explorer.html").read_bytes() == explorer.build_page(
         explorer.collect(folder)
     ).encode()
@@ -439,6 +440,6 @@ def test_runs_of_two_files_of_one_name_are_two_panels(tmp_path):
     _run(tmp_path, "ra", {**file, "title": "a", "data_checksums": {"data.csv": "1" * 64}}, NB_CURVE)
     _run(tmp_path, "rb", {**file, "title": "b", "data_checksums": {"data.csv": "2" * 64}}, NB_CURVE)
     _run(tmp_path, "rc", {**file, "title": "c", "data_checksums": {"data.csv": "2" * 64}}, NB_CURVE)
-    runfiles.analyse_results(tmp_path, n_boot=50)
+    runs.analyse_folders([tmp_path], n_boot=50)
     panels = explorer.collect(tmp_path)["panels"]
     assert [[r["id"] for r in p["runs"]] for p in panels] == [["ra"], ["rb", "rc"]]

@@ -531,7 +531,7 @@ def test_count_errors_refuses_weights_that_are_not_finite():
     "m, sizes", [(10, (50, 30, 20)), (4, (1000, 2, 2, 2)), (7, (3, 3, 1)), (30, (10, 10, 10))]
 )
 def test_stratified_counts_are_proportional_with_one_of_each(m, sizes):
-    counts = splits._stratified_class_counts(m, sizes)
+    counts = splits._training_counts(m, sizes)
     sizes = np.array(sizes)
     assert counts.sum() == m and (counts >= 1).all() and (counts <= sizes).all()
     quota = m * sizes / sizes.sum()
@@ -541,7 +541,7 @@ def test_stratified_counts_are_proportional_with_one_of_each(m, sizes):
 
 def test_stratified_counts_refuse_an_m_below_the_class_count():
     with pytest.raises(UserError, match=r"^sizes: m=2 cannot hold one example of each of 3"):
-        splits._stratified_class_counts(2, (5, 5, 5))
+        splits._training_counts(2, (5, 5, 5))
 
 
 def _labels(sizes: tuple[int, ...], seed: int = 0) -> np.ndarray:
@@ -559,9 +559,7 @@ def test_k_class_splits_keep_every_class_and_do_not_depend_on_the_block(policy):
         counts = np.bincount(y[row], minlength=4)
         assert (counts >= 1).all()
         if policy == "stratified":
-            np.testing.assert_array_equal(
-                counts, splits._stratified_class_counts(8, (60, 25, 10, 5))
-            )
+            np.testing.assert_array_equal(counts, splits._training_counts(8, (60, 25, 10, 5)))
 
 
 def test_k_class_fixed_test_sets_are_disjoint_from_training():

@@ -13,13 +13,13 @@ import yaml
 from learningcurves import results_folder
 from typer.testing import CliRunner
 
+from genvdis._runtime import parallel as pool
 from genvdis.cli import app
 from genvdis.config.theory import load_theory_config
 from genvdis.errors import UserError
-from genvdis.experiment import _pool as pool
 from genvdis.experiment import theory
-from genvdis.report.markdown import write_report
-from genvdis.report.plotting import plot_results
+from genvdis.report.markdown import write_reports
+from genvdis.report.plotting import plot_folders
 
 
 def _square_or_refuse(x: int) -> tuple[int, int]:
@@ -62,8 +62,8 @@ def test_map_ordered_raises_a_workers_user_error():
 @pytest.mark.slow
 def test_report_with_jobs_writes_the_same_bytes(tmp_path):
     one, two = results_folder(tmp_path / "one"), results_folder(tmp_path / "two")
-    write_report(one, n_boot=100, jobs=1)
-    write_report(two, n_boot=100, jobs=2)
+    write_reports([one], n_boot=100, jobs=1)[0]
+    write_reports([two], n_boot=100, jobs=2)[0]
     assert (two / "analysis.csv").is_file() and (two / "pima" / "fits.csv").is_file()
     _same_files(one, two)
 
@@ -77,8 +77,8 @@ def _with_summaries(root: Path) -> Path:
 @pytest.mark.slow
 def test_plot_with_jobs_draws_the_same_figures(tmp_path):
     one, two = _with_summaries(tmp_path / "one"), _with_summaries(tmp_path / "two")
-    drawn = plot_results(one, jobs=1)
-    assert plot_results(two, jobs=2) == [two / p.relative_to(one) for p in drawn]
+    drawn = plot_folders([one], jobs=1)
+    assert plot_folders([two], jobs=2) == [two / p.relative_to(one) for p in drawn]
     assert (two / "figure1.png").read_bytes()[:4] == b"\x89PNG"  # pima and sonar are panels
     _same_files(one, two)
 

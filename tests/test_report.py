@@ -9,7 +9,7 @@ from learningcurves import CROSSING, make_errors, results_folder, write_panel
 
 from genvdis.analysis import differences as an
 from genvdis.report import markdown as report
-from genvdis.report.markdown import write_report
+from genvdis.report.markdown import write_reports
 
 
 @pytest.fixture
@@ -29,7 +29,7 @@ def _table_rows(markdown: str, section: str) -> dict[str, dict[str, str]]:
 @pytest.mark.slow
 def test_write_report(results):
     (results / "figure1.png").write_bytes(b"\x89PNG fake")
-    md, page = write_report(results, n_boot=100)
+    md, page = write_reports([results], n_boot=100)[0]
     text, html_text = md.read_text(), page.read_text()
     for s in ("pima", "sonar", "lda check", an.TWO_REGIMES, an.NB_BETTER, an.LR_BETTER):
         assert s in text and s in html_text
@@ -43,7 +43,7 @@ def test_write_report(results):
         "1", "500", "4–200", an.TWO_REGIMES,
     )  # fmt: skip
     # deterministic: a second run gives identical files
-    write_report(results, n_boot=100)
+    write_reports([results], n_boot=100)[0]
     assert md.read_text() == text and page.read_text() == html_text
 
 
@@ -56,21 +56,21 @@ def test_the_report_calls_itself_a_reproduction_of_figure_1_only_for_its_panels(
     "1 panel" (issue 30)."""
     errors = make_errors(CROSSING, grid=[10, 20, 40, 80], n_splits=30)
     own = write_panel(tmp_path / "own", "mine", "my data", None, errors, [an.NB, an.LR]).parent
-    text = write_report(own, n_boot=50)[0].read_text()
+    text = write_reports([own], n_boot=50)[0][0].read_text()
     opening = _opening(text)
     assert opening.startswith("1 panel run with the protocol of Ng & Jordan (2001)")
     assert "Reproduction" not in text and "1 panels" not in text
     assert "Paper panels not in these results" not in text  # it claims none of them
 
     paper = write_panel(tmp_path / "paper", "pima", "pima", 1, errors, [an.NB, an.LR]).parent
-    text = write_report(paper, n_boot=50)[0].read_text()
+    text = write_reports([paper], n_boot=50)[0][0].read_text()
     assert _opening(text).startswith("Reproduction of Ng & Jordan (2001), Figure 1: 1 panel.")
     assert "Paper panels not in these results: 2, 3," in text
 
 
 @pytest.mark.slow
 def test_a_folder_of_paper_panels_and_own_runs_says_which(results):
-    opening = _opening(write_report(results, n_boot=50)[0].read_text())
+    opening = _opening(write_reports([results], n_boot=50)[0][0].read_text())
     assert opening.startswith("4 panels: 2 of Ng & Jordan (2001), Figure 1, reproduced, and 2 ")
 
 
@@ -78,12 +78,12 @@ def test_a_folder_of_paper_panels_and_own_runs_says_which(results):
 def test_the_docs_link_works_or_is_no_link(results, monkeypatch):
     """Beside a checkout's docs/ the report links docs/analysis.md by a path that resolves; an
     installed wheel has no docs/, and its report names the file without a dead link."""
-    text = write_report(results, n_boot=50)[0].read_text()
+    text = write_reports([results], n_boot=50)[0][0].read_text()
     (target,) = re.findall(r"\[docs/analysis\.md\]\(([^)]+)\)", text)
     assert (results / target).resolve() == report.DOCS.resolve() and report.DOCS.is_file()
 
     monkeypatch.setattr(report, "DOCS", results / "site-packages" / "docs" / "analysis.md")
-    md, page = write_report(results, n_boot=50, reanalyse=False)
+    md, page = write_reports([results], n_boot=50, reanalyse=False)[0]
     assert "docs/analysis.md" in md.read_text() and "analysis.md)" not in md.read_text()
     assert 'href="' not in page.read_text().split("Details and limits")[1].split("</p>")[0]
 
@@ -97,11 +97,11 @@ def test_what_plot_and_report_write_beside_the_runs_is_reserved(results):
     from pathlib import Path
 
     from genvdis.config import experiment as config
-    from genvdis.report.plotting import plot_results
-    from genvdis.store import names as resultnames
+    from genvdis.config import resultnames
+    from genvdis.report.plotting import plot_folders
 
-    plot_results(results)
-    write_report(results, n_boot=20)
+    plot_folders([results])
+    write_reports([results], n_boot=20)[0]
     runs = {path.parent.name for path in results.glob("*/errors.csv")}
     written = {path.name for path in results.iterdir()} - runs - {"not_a_panel"}
     assert written <= set(resultnames.TOP_LEVEL)  # pairs.csv: with several pairs in a panel

@@ -31,9 +31,9 @@ import pytest
 from typer.testing import CliRunner
 
 import genvdis
+from genvdis._runtime import parallel as backends
 from genvdis.cli import app
 from genvdis.config.experiment import load_config
-from genvdis.experiment import parallel as backends
 from genvdis.experiment import planning
 from genvdis.store import lock as runlock
 from genvdis.store import results

@@ -1,4 +1,4 @@
-"""The analysis files of a results folder (runfiles.analyse_results): read from each run's
+"""The analysis files of a results folder (runs.analyse_folders): read from each run's
 errors.csv and config.yaml, written atomically beside them."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 from learningcurves import GRID, results_folder
 
 from genvdis.analysis import differences as an
-from genvdis.store import runfiles
+from genvdis.analysis import runs
 
 
 @pytest.fixture
@@ -18,7 +18,7 @@ def results(tmp_path):
 
 @pytest.mark.slow
 def test_analyse_results_table_and_trace_files(results):
-    t = runfiles.analyse_results(results, n_boot=100)
+    t = runs.analyse_folders([results], n_boot=100)[0]
     assert list(t["name"]) == ["pima", "sonar", "extra_lda", "nb_only"]  # panel, then name
     v = dict(zip(t["name"], t["verdict"], strict=True))
     assert v == {

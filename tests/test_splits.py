@@ -158,7 +158,7 @@ ADULT_LIKE = np.array([0] * 34014 + [1] * 11208)  # adult's class sizes (45,222 
 @pytest.mark.parametrize("m", [10, 80, 89, 3000])  # sorted by a sort (m <= n / 512), or a bitmap
 def test_training_rows_are_sorted_distinct_and_stratified(m):
     train = splits.draw_training_block(ADULT_LIKE, m, seed=4, splits=range(20))
-    k0, k1 = splits._stratified_counts(m, (34014, 11208))
+    k0, k1 = splits._training_counts(m, (34014, 11208))
     assert (np.diff(train, axis=1) > 0).all()  # strictly increasing: sorted and distinct
     assert ((ADULT_LIKE[train] == 1).sum(axis=1) == k1).all()
     assert (train >= 0).all() and (train < len(ADULT_LIKE)).all() and k0 + k1 == m

@@ -16,8 +16,8 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
+from genvdis._runtime import parallel as backends
 from genvdis.cli import app
-from genvdis.experiment import parallel as backends
 from genvdis.store import _csv as csvtext
 from genvdis.store import results
 from genvdis.store._csv import csv_text

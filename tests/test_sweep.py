@@ -12,12 +12,12 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from genvdis.analysis import sensitivity
+from genvdis.analysis import runs, sensitivity
 from genvdis.cli import app
 from genvdis.config import variants
 from genvdis.errors import UserError
-from genvdis.report.markdown import write_report
-from genvdis.store import results, runfiles
+from genvdis.report.markdown import write_reports
+from genvdis.store import results
 
 # toy.csv (300 rows: 3 continuous, 2 discrete attributes, nothing missing): a quick grid
 GRID = ("sizes: [12, 40, 150]", "splits: 6", "block_size: 3")
@@ -317,7 +317,7 @@ def test_sensitivity_rows_are_the_analysis_of_each_variant(swept):
     ]  # fmt: skip
     for row in table.itertuples():  # a repeated design has the numbers of the one it repeats
         folder = out / "toy" / "variants" / (row.same_as if row.same_as else row.variant)
-        expected = runfiles.analyse_run(folder)
+        expected = runs.analyse_run(folder)
         assert row.verdict == expected["verdict"] and row.n_splits == 6
         assert row.m_min == 12 and row.m_max == 150 and row.gen_model == "naive_bayes"
         assert row.nb_err_m_min == expected["naive_bayes_err_m_min"]
@@ -350,12 +350,12 @@ def test_the_report_has_a_stability_table_only_after_a_sweep(swept, tmp_path):
     folder = tmp_path / "results"
     code, stderr = _cli("run", config, "--out", folder)
     assert code == 0, stderr
-    write_report(folder)
+    write_reports([folder])[0]
     assert "Stability" not in (folder / "REPORT.md").read_text()
     table = sensitivity.read_sensitivity(out)
     flipped = table.assign(verdict=["two regimes", "two regimes", "two regimes", "mixed", "mixed"])
     flipped.to_csv(folder / "sensitivity.csv", index=False)
-    write_report(folder)
+    write_reports([folder])[0]
     text = (folder / "REPORT.md").read_text()
     assert "The verdict holds under every variant in 0 of 1 panel." in text  # one panel, singular
     line = next(x for x in text.splitlines() if x.startswith("| — | toy |"))

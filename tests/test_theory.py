@@ -13,10 +13,10 @@ import yaml
 from scipy import stats
 from typer.testing import CliRunner
 
+from genvdis.analysis import theory
 from genvdis.cli import app
 from genvdis.config.sections import SyntheticDataset
 from genvdis.data import synthetic
-from genvdis.experiment import theory
 
 
 def _class_frames(spec: SyntheticDataset) -> tuple[np.ndarray, np.ndarray]:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from genvdis import api
 from genvdis.config.theory import parse_theory_config
 from genvdis.errors import UserError
 from genvdis.experiment import engine, theory
@@ -49,7 +50,7 @@ def _forbid(monkeypatch, *names: str) -> None:
 @pytest.fixture(scope="module")
 def first(tmp_path_factory) -> tuple[Path, dict[str, bytes]]:
     out = tmp_path_factory.mktemp("theory")
-    root = theory.run_theory(parse_theory_config(CONFIG), out)
+    root = api.run_theory(parse_theory_config(CONFIG), out)
     return root, _files(root)
 
 
@@ -74,7 +75,7 @@ def test_a_rerun_of_an_up_to_date_folder_does_nothing(first, tmp_path, monkeypat
     out = _copy(first, tmp_path)
     _forbid(monkeypatch, "engine", "asymptote", "plot")
     with caplog.at_level(logging.INFO, logger="genvdis"):
-        root = theory.run_theory(parse_theory_config(CONFIG), out)
+        root = api.run_theory(parse_theory_config(CONFIG), out)
     assert _files(root) == first[1]
     assert f"mini: up to date ({root})" in caplog.messages
 
@@ -95,7 +96,7 @@ def test_a_damaged_output_is_rebuilt_without_running_the_n_again(
         (out / "mini" / theory.MANIFEST).write_text(json.dumps(manifest))
     _forbid(monkeypatch, "engine")
     with caplog.at_level(logging.INFO, logger="genvdis"):
-        root = theory.run_theory(parse_theory_config(CONFIG), out)
+        root = api.run_theory(parse_theory_config(CONFIG), out)
     assert _files(root) == first[1]
     assert f"n3: up to date ({root / 'n3'})" in caplog.messages
     assert not any(message.startswith("mini: up to date") for message in caplog.messages)
@@ -110,7 +111,7 @@ def test_a_changed_run_is_run_again_and_only_it(first, tmp_path, monkeypatch):
     monkeypatch.setattr(
         engine, "run_experiment", lambda c, *a, **k: ran.append(c.name) or real(c, *a, **k)
     )
-    root = theory.run_theory(parse_theory_config(CONFIG), out)
+    root = api.run_theory(parse_theory_config(CONFIG), out)
     assert ran == ["n5"]
     assert _files(root) == first[1]
 
@@ -134,9 +135,9 @@ def test_a_changed_config_is_never_taken_for_up_to_date(
         engine, "run_experiment", lambda c, *a, **k: ran.append(c.name) or real(c, *a, **k)
     )
     config = parse_theory_config({**CONFIG, **change})
-    root = theory.run_theory(config, out)
+    root = api.run_theory(config, out)
     assert sorted(ran) == reruns
-    fresh = theory.run_theory(config, tmp_path / "fresh")
+    fresh = api.run_theory(config, tmp_path / "fresh")
     assert _files(root) == _files(fresh)
 
 
@@ -174,7 +175,7 @@ def test_a_run_and_a_theory_of_one_name_are_refused_in_either_order(
     assert f"{runs / 'mini'}" in result.stderr and "a run named 'mini'" in result.stderr
     assert _files(runs / "mini") == made
     with pytest.raises(UserError, match="a run named 'mini'"):  # the API alike
-        theory.run_theory(parse_theory_config(CONFIG), runs)
+        api.run_theory(parse_theory_config(CONFIG), runs)
 
 
 @pytest.mark.slow

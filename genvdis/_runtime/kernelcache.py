@@ -33,6 +33,8 @@ KERNEL_MODULES = (
     "models.logistic._quasi_start", "models.logistic._solves", "models.logistic._sparsest_first",
     "models.logistic.separable.hyperplanes", "models.logistic.separable.sampler",
 )  # fmt: skip
+# the flags every kernel is compiled with: numba's own cache does not look at them
+FLAG_MODULES = ("_runtime.jit",)
 # the flat modules (before 0.10) whose kernels numba once cached in genvdis/__pycache__ itself
 LEGACY_MODULES = (
     "hyperplanes", "logistic", "logistic_kernels", "models", "multiclass", "newton_solves",
@@ -43,9 +45,9 @@ PACKAGE = Path(__file__).resolve().parents[1]  # genvdis/
 
 
 def stamp() -> str:
-    """A digest of the kernel modules' sizes and modification times."""
+    """A digest of the kernel modules' (and the flags') sizes and modification times."""
     digest = hashlib.sha256()
-    for name in KERNEL_MODULES:
+    for name in KERNEL_MODULES + FLAG_MODULES:
         status = PACKAGE.joinpath(*name.split(".")).with_suffix(".py").stat()
         digest.update(f"{name} {status.st_size} {status.st_mtime_ns}\n".encode())
     return digest.hexdigest()[:16]

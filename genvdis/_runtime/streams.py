@@ -13,21 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-import numba
 import numpy as np
 
-from genvdis._runtime import kernelcache  # noqa: F401  (first: numba's cache folder, see there)
+from genvdis._runtime.jit import jit
 
 GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 MIX2 = np.uint64(0x94D049BB133111EB)
 TWO_TO_MINUS_53 = 1.0 / 9007199254740992.0
-
-# Every compiled function of genvdis names its fast-math and error-model flags (none of the
-# fast-math rewrites here, Python's error model): numba gives a function that names none the
-# flags of whichever caller compiles it first, and keeps that version for every caller, so a
-# callee's bits would depend on the order kernels were first used in (docs/scaling.md).
-jit = numba.njit(cache=True, nogil=True, fastmath=False, error_model="python")
 
 
 @jit

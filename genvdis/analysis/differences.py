@@ -1,7 +1,7 @@
 """Statistics on learning curves: paired differences, crossover, power-law fits, verdicts.
 
 Everything here is a pure function of the per-split `errors.csv` table: no file is read or
-written (`runfiles.analyse_results` reads the runs and writes the CSVs each verdict is traced
+written (`runs.analyse_folders` reads the runs and writes the CSVs each verdict is traced
 to). The method and its limits are explained in docs/analysis.md.
 """
 

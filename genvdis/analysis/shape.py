@@ -109,7 +109,7 @@ def holm(p: np.ndarray) -> np.ndarray:
 def shape_tests(curves: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
     """Every rise and bend test of every model's curve in one panel, Holm-corrected together.
 
-    `curves` has columns model, m, mean, std, n (as `analysis.model_curves` gives).
+    `curves` has columns model, m, mean, std, n (as `differences.model_curves` gives).
     """
     rows = []
     for model, c in curves.groupby("model", sort=False):
@@ -132,8 +132,3 @@ def flags(table: pd.DataFrame, model: str, test: str) -> str:
         top = t.sort_values(["p", "m_from", "m_to"], kind="stable").iloc[0]
         return f"{int(top['m_from'])}→{int(top['m_to'])}"
     return ";".join(str(int(x)) for x in t["m_at"])
-
-
-def observed_rises(table: pd.DataFrame) -> pd.DataFrame:
-    """Every step where a mean curve goes up at all, significant or not (for the report)."""
-    return table[(table["test"] == RISE) & (table["estimate"] > 0)]

@@ -20,6 +20,7 @@ from pydantic import (
     model_serializer,
 )
 
+from genvdis.config import resultnames
 from genvdis.config._yaml import read_yaml
 from genvdis.config.sections import (
     DatasetSpec,
@@ -34,7 +35,6 @@ from genvdis.config.sections import (
 from genvdis.errors import UserError
 from genvdis.models.logistic_regression import LogisticRegressionSpec
 from genvdis.models.naive_bayes import NaiveBayesSpec
-from genvdis.store import names as resultnames
 
 Model = TypeVar("Model", bound=BaseModel)
 Config = TypeVar("Config", bound="RunConfig")

@@ -24,7 +24,8 @@ from pydantic import (
     model_validator,
 )
 
-from genvdis.models.base import StrictModel, StrictSpec
+from genvdis.models.base import StrictModel
+from genvdis.models.estimators import EstimatorSpec
 from genvdis.models.registry import builtin_models, builtin_names
 
 # Seeds are hashed as signed 64-bit integers (genvdis._runtime.streams).
@@ -239,40 +240,10 @@ class Preprocessing(StrictModel):
 # The built-in models' specs live in their model files (`genvdis.models`, found by its
 # registry).
 BUILTIN_MODELS = builtin_names()
+
+
 # A dotted import path (module.Class); which ones may be imported is genvdis/models/estimators.py's
 # allow-list, checked before anything is imported.
-IMPORT_PATH = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$"
-MODEL_NAME = r"^[A-Za-z][A-Za-z0-9_.-]*$"
-
-
-class EstimatorSpec(StrictSpec):
-    """Any classifier with fit/predict, named by import path (genvdis/models/estimators.py): fitted
-    and scored per split on the same rows as the built-in models. `name` labels its rows."""
-
-    name: str = Field(pattern=MODEL_NAME, max_length=50)
-    estimator: str = Field(pattern=IMPORT_PATH, max_length=200)
-    params: dict[str, Any] = Field(default_factory=dict)
-    encoding: Literal["onehot", "ordinal"] = "onehot"
-
-    @field_validator("name", mode="after")
-    @classmethod
-    def _not_builtin(cls, name: str) -> str:
-        if name in BUILTIN_MODELS:
-            raise ValueError(f"'{name}' is a built-in model's name; call the estimator otherwise")
-        return name
-
-    @field_validator("params", mode="after")
-    @classmethod
-    def _seeded(cls, params: dict[str, Any]) -> dict[str, Any]:
-        seed = params.get("random_state")
-        if "random_state" in params and (not isinstance(seed, int) or isinstance(seed, bool)):
-            raise ValueError(
-                "random_state must be an integer, or left out (genvdis then derives one per "
-                "split); anything else would make the results irreproducible"
-            )
-        return params
-
-
 class UnknownModel(StrictModel):
     """A `models` entry that is neither a built-in model nor an estimator: always an error,
     one that names the entry."""

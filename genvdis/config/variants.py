@@ -22,8 +22,7 @@ import yaml
 from genvdis.config import _yaml as yamlfile
 from genvdis.config._yaml import read_yaml
 from genvdis.config.experiment import VARIANTS_KEY, ExperimentConfig, parse_config
-from genvdis.errors import UserError
-from genvdis.experiment.planning import FORCE
+from genvdis.errors import FORCE, UserError
 from genvdis.models import registry
 
 # Short names for the keys a sweep varies most (docs/sweeps.md): each built-in model's own

@@ -1,2 +1,7 @@
-"""Data sources: the UCI registry, local files, URLs, scikit-learn tables; fetching,
-preprocessing."""
+"""Where a config's table comes from and how it becomes arrays: the registered UCI sets
+(`uci`, with `registry.txt`), downloads checked by sha256 (`fetch`), known synthetic
+distributions (`synthetic`), the one place that picks a config's source (`sources`), and the
+rows, classes and one-hot layout the models fit (`preprocessing`).
+"""
+
+__all__ = ["fetch", "preprocessing", "sources", "synthetic", "uci"]

@@ -21,14 +21,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from genvdis import __version__
-from genvdis._runtime import kernelcache, streams, tuning
-from genvdis._runtime.calls import in_short_calls
+from genvdis._runtime import kernelcache, shortcalls, streams, tuning
+from genvdis._runtime import parallel as backends
+from genvdis._version import __version__
 from genvdis.config.experiment import ExperimentConfig
 from genvdis.data.preprocessing import PreparedData, prepare
 from genvdis.data.sources import source_of
 from genvdis.data.uci import RawData
-from genvdis.experiment import parallel as backends
 from genvdis.experiment import planning, splits
 from genvdis.experiment.planning import Plan, plan_tasks
 from genvdis.experiment.scoring import EncodedData, count_errors
@@ -117,14 +116,14 @@ def _fit_linear(data, models, m, block, protocol, train, test_mask) -> tuple[dic
 
 
 # Multiply-adds of one scoring call (rows x columns x classifiers): a block is scored in one
-# call up to this, else in pieces of splits of about calls.CALL_SECONDS (a 1,000,000-row
+# call up to this, else in pieces of splits of about shortcalls.CALL_SECONDS (a 1,000,000-row
 # table's 114-split block took 10 s in one call, deaf to Ctrl-C).
 SCORE_WORK = 2**28
 
 
 def _score(data, models, classifiers, ties, train, test_mask) -> np.ndarray:
     """Test errors (models, S) of each model's classifiers (S, ...) and tie bounds (S,),
-    counted for all models at once, in pieces of splits (`calls.in_short_calls`): each
+    counted for all models at once, in pieces of splits (`shortcalls.in_short_calls`): each
     split's count is its own, so the pieces change no number."""
     S, n_models = len(train), len(models)
 
@@ -136,7 +135,7 @@ def _score(data, models, classifiers, ties, train, test_mask) -> np.ndarray:
         return (errors.reshape(n_models, b - a).T,)
 
     per_split = len(data.y) * classifiers[0][0].size * n_models
-    (errors,) = in_short_calls(call, S, first=max(1, SCORE_WORK // max(per_split, 1)))
+    (errors,) = shortcalls.in_short_calls(call, S, first=max(1, SCORE_WORK // max(per_split, 1)))
     return np.ascontiguousarray(errors.T)
 
 
@@ -239,7 +238,7 @@ def run_experiment(
     config's table if the caller has read it already (a sweep reads each table once)."""
     tuning.tune_process()  # the run's parent; each worker tunes itself in `_task`
     run_dir = results.prepare_output(out_dir, folder or config.name)
-    estimators.check_config(config, allow_imports)
+    estimators.check_config(config.models, allow_imports)
     for line in config.unused_settings:
         log.warning("%s: %s: it changes nothing", config.name, line)
     source = source_of(config.dataset, base_dir, mirror)
@@ -259,7 +258,7 @@ def run_experiment(
     allowed = estimators.allowed_prefixes(allow_imports)
     models = estimators.build_models(config.models, data.layout, allowed, len(data.class_counts))
     resolved = resolve(config, data)
-    if versions := estimators.versions(config):  # they change the numbers: fingerprinted
+    if versions := estimators.versions(config.models):  # they change the numbers: fingerprinted
         resolved["estimator_versions"] = versions
     resolved["splits_per_block"] = plan.first_blocks()
     resolved["fingerprint"] = results.fingerprint(resolved)
@@ -286,7 +285,9 @@ def _already_done(run: Run) -> bool:
         return True
     if verdict.errors_ok:
         model_names = [m.name for m in run.models]
-        results.write_results(run_dir, results.read_errors(run_dir), run.resolved, model_names)
+        results.write_results(
+            run_dir, runfiles.read_errors(run_dir, checked=False), run.resolved, model_names
+        )
         log.info("%s: %s: rebuilt from errors.csv (%s)", name, verdict.problem, run_dir)
         return True
     if verdict.problem:

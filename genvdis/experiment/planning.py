@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from genvdis.errors import UserError
+from genvdis.errors import FORCE, UserError
 from genvdis.models import registry
 
 log = logging.getLogger(__name__)
@@ -39,8 +39,6 @@ SLOWER = 2.0  # a slower machine than the one measured
 PER_SPLIT, PER_ROW_COLUMN, PER_TEST_CELL = 5e-5, 1.25e-8, 5e-10
 PER_SQUARE, PER_CUBE = 5.4e-10, 1e-10
 HUMAN = 10 * 60  # estimates above 10 CPU-minutes are shown before the run starts
-
-FORCE = "or add --force to run it anyway"
 
 BLOCK_BYTES = 128 * 2**20  # a block's training tensor stays near this
 MAX_BLOCK = 250

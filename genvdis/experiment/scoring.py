@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 import numba
 import numpy as np
 
-from genvdis._runtime import portable, streams
+from genvdis._runtime import portable
+from genvdis._runtime.jit import jit
 from genvdis.models.logistic._kernels import dense_csr
 
 if TYPE_CHECKING:
@@ -116,7 +117,7 @@ class SparseRows:
 SCORE_BYTES = 2**19  # a chunk of decision values stays in a core's L2 cache
 
 
-@streams.jit
+@jit
 def _count_wrong(
     decision: np.ndarray, tolerance: np.ndarray, rows: np.ndarray, coef: np.ndarray,
     positive: bool, errors: np.ndarray, tested: np.ndarray | None, ties: np.ndarray,
@@ -159,7 +160,7 @@ def _count_wrong(
                 errors[k] += _wrong_in_double(rows[r], coef, k, positive, ties[k])
 
 
-@streams.jit
+@jit
 def _wrong_in_double(row: np.ndarray, coef: np.ndarray, k: int, positive: bool, tie: float) -> bool:
     """Whether classifier k (column k of coef) gets the row wrong, decided in double, a value
     within `tie` of 0 (an exact tie, `BatchFit.ties`) as 0: negative; a value that is not
@@ -212,7 +213,7 @@ def _wrong_on_rows(
     return wrong
 
 
-@streams.jit
+@jit
 def _count_in_chunks(
     fast: np.ndarray, fast_coef: np.ndarray, tolerance: np.ndarray, scoring: np.ndarray,
     coef: np.ndarray, n_negative: int, chunk: int, tested: np.ndarray | None,
@@ -239,7 +240,7 @@ def _count_in_chunks(
     return errors
 
 
-@streams.jit
+@jit
 def _sparse_decisions(
     start: np.ndarray, column: np.ndarray, value: np.ndarray, first: int, coef: np.ndarray,
     out: np.ndarray,
@@ -255,7 +256,7 @@ def _sparse_decisions(
                 values[k] += x * w[k]
 
 
-@streams.jit
+@jit
 def _wrong_on_sparse_rows(
     start: np.ndarray, column: np.ndarray, value: np.ndarray, fast_classifiers: np.ndarray,
     tolerance: np.ndarray, scoring: np.ndarray, coef: np.ndarray, rows: np.ndarray,
@@ -448,7 +449,7 @@ def _count_argmax_errors(
     return errors
 
 
-@streams.jit
+@jit
 def _add_wrong(scores, y, tested, ties, errors):  # noqa: ANN001, ANN202 (compiled)
     """errors[c] += the rows i (scores (rows, L, K)) that classifier c, tested on them
     (tested[c % S, i]), gives a class other than y[i]: the first largest score's (np.argmax's

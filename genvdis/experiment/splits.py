@@ -19,6 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from genvdis._runtime import streams
+from genvdis._runtime.jit import jit
 from genvdis.errors import UserError
 
 # The position of a 64-bit word's lowest set bit, by de Bruijn multiplication (Leiserson,
@@ -82,28 +83,19 @@ def check_size(
 
 
 def _training_counts(m: int, class_counts: Sequence[int]) -> np.ndarray:
-    """Training rows per class of a stratified split (K,), as `_draw` takes them."""
-    if len(class_counts) == 2:  # the binary counts, as they always were
-        k0, _ = _stratified_counts(m, (int(class_counts[0]), int(class_counts[1])))
-        return np.array([k0, m - k0], dtype=np.int64)
-    return _stratified_class_counts(m, tuple(int(c) for c in class_counts))
-
-
-def _stratified_counts(m: int, class_counts: tuple[int, int]) -> tuple[int, int]:
-    """Per-class training counts proportional to the class sizes, at least 1 of each."""
-    n0, n1 = class_counts
-    k1 = int(np.clip(round(m * n1 / (n0 + n1)), 1, m - 1))
-    k1 = min(k1, n1)
-    k0 = m - k1
-    if k0 > n0:
-        k0, k1 = n0, m - n0
-    return k0, k1
-
-
-def _stratified_class_counts(m: int, class_counts: tuple[int, ...] | np.ndarray) -> np.ndarray:
-    """Training rows per class (K,): m n_c / n rounded by largest remainder (ties to the lower
-    class), at least 1 of each class and at most the class's size."""
-    sizes = np.asarray(class_counts, dtype=np.int64)
+    """Training rows per class of a stratified split (K,), as `_draw` takes them: proportional
+    to the class sizes, at least 1 of each and at most the class's size. Two classes round
+    class 1's quota m n1 / n half to even (Python's round), the rule every binary panel's
+    committed results were drawn with (largest remainder, the K-class rule, rounds a quota
+    ending in .5 down where round goes to the even count, and would move those splits). K
+    classes: m n_c / n rounded by largest remainder (ties to the lower class)."""
+    sizes = np.asarray([int(c) for c in class_counts], dtype=np.int64)
+    if sizes.size == 2:
+        n0, n1 = int(sizes[0]), int(sizes[1])
+        k1 = min(int(np.clip(round(m * n1 / (n0 + n1)), 1, m - 1)), n1)
+        if m - k1 > n0:
+            k1 = m - n0
+        return np.array([m - k1, k1], dtype=np.int64)
     if m < sizes.size or m > sizes.sum():
         raise UserError(f"sizes: m={m} cannot hold one example of each of {sizes.size} classes")
     quota = m * sizes / sizes.sum()
@@ -117,7 +109,7 @@ def _stratified_class_counts(m: int, class_counts: tuple[int, ...] | np.ndarray)
     return counts
 
 
-@streams.jit
+@jit
 def _sort_by_bitmap(rows: np.ndarray, bits: np.ndarray) -> None:
     """Sort distinct rows (< 64 bits.size) in place by setting their bits in `bits` (all 0,
     and left so) and reading them back a 64-row word at a time, lowest set bit first:
@@ -139,7 +131,7 @@ def _sort_by_bitmap(rows: np.ndarray, bits: np.ndarray) -> None:
 # The kernels below sort, copy and test with loops rather than numpy's methods and slice
 # assignment: numba compiles those generically, which cost a run's first use on an empty cache
 # ~2.3 s of this one kernel's 4 s (`benchmarks/compile_audit.py`), for the same results.
-@streams.jit
+@jit
 def _heapsort(a: np.ndarray) -> None:
     """Sort a 1-D array in place, ascending (heapsort: O(n log n), no scratch)."""
     n = a.size
@@ -150,7 +142,7 @@ def _heapsort(a: np.ndarray) -> None:
         _sift_down(a, np.int64(0), end)  # not a literal 0 (another compiled version)
 
 
-@streams.jit
+@jit
 def _sift_down(a: np.ndarray, root: int, end: int) -> None:
     """Restore the max-heap below `root` in a[:end]."""
     while 2 * root + 1 < end:
@@ -163,7 +155,7 @@ def _sift_down(a: np.ndarray, root: int, end: int) -> None:
         root = child
 
 
-@streams.jit
+@jit
 def _sort_rows(rows: np.ndarray, bits: np.ndarray, n: int) -> None:
     """Sort distinct rows of range(n) in place: by the bitmap (`_sort_by_bitmap`, O(size +
     n / 64)) unless there are fewer than ~n / 512 of them, where a heapsort is cheaper. Either
@@ -185,7 +177,7 @@ TRIES = 64
 CALL_WORK = 2**24
 
 
-@streams.jit
+@jit
 def _within(counts: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> bool:
     for c in range(counts.size):
         if counts[c] < lo[c] or counts[c] > hi[c]:
@@ -193,12 +185,12 @@ def _within(counts: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> bool:
     return True
 
 
-@streams.jit
+@jit
 def _log_choose(n: int, k: int) -> float:
     return math.lgamma(n + 1.0) - math.lgamma(k + 1.0) - math.lgamma(n - k + 1.0)
 
 
-@streams.jit
+@jit
 def _uniform_subset(
     state: np.ndarray, pool: np.ndarray, n_pool: int, y: np.ndarray, k: int, lo: np.ndarray,
     hi: np.ndarray, picked: np.ndarray, taken: np.ndarray, counts: np.ndarray, out: np.ndarray,
@@ -220,7 +212,7 @@ def _uniform_subset(
     return False
 
 
-@streams.jit
+@jit
 def _law(
     pool: np.ndarray, n_pool: int, y: np.ndarray, k: int, lo: np.ndarray, hi: np.ndarray
 ) -> tuple:
@@ -281,7 +273,7 @@ def _law(
     return grouped, starts, order, ways, logc, at, sizes
 
 
-@streams.jit
+@jit
 def _exact_subset(
     state: np.ndarray, law: tuple, k: int, lo: np.ndarray, hi: np.ndarray,
     picked: np.ndarray, taken: np.ndarray, out: np.ndarray,
@@ -319,7 +311,7 @@ def _exact_subset(
         left -= count
 
 
-@streams.jit
+@jit
 def _rest_rows(row: np.ndarray, n: int, in_train: np.ndarray, rest: np.ndarray) -> int:
     """The rows not in `row`, ascending, into rest[:n_rest]; returns n_rest."""
     for i in range(row.size):
@@ -334,7 +326,7 @@ def _rest_rows(row: np.ndarray, n: int, in_train: np.ndarray, rest: np.ndarray) 
     return n_rest
 
 
-@streams.jit
+@jit
 def _draw_rows(
     keys: np.ndarray, y: np.ndarray, members: np.ndarray, starts: np.ndarray,
     counts: np.ndarray, m: int, stratified: bool, n_test: int,
@@ -391,7 +383,7 @@ def _draw_rows(
     return train, test, pending, states
 
 
-@streams.jit
+@jit
 def _bounds(starts: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rows of each class a set must hold: at least one; at most all (a test set), or all but
     one (a training set, which leaves a row of each class to test on)."""
@@ -404,7 +396,7 @@ def _bounds(starts: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndar
     return one, no_cap, all_but_one
 
 
-@streams.jit
+@jit
 def _finish_rows(
     train: np.ndarray, test: np.ndarray, pending: np.ndarray, states: np.ndarray,
     y: np.ndarray, starts: np.ndarray,

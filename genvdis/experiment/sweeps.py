@@ -26,7 +26,7 @@ from genvdis.analysis import sensitivity
 from genvdis.config import variants
 from genvdis.config.experiment import ExperimentConfig
 from genvdis.config.variants import VARIANTS_DIR, Variant
-from genvdis.data import sources as datasource
+from genvdis.data import sources
 from genvdis.data.preprocessing import FeatureLayout, PreparedData, prepare
 from genvdis.data.uci import RawData
 from genvdis.errors import UserError
@@ -127,7 +127,7 @@ def plan(
         setting = json.dumps([fields[k] for k in (*DATA_FIELDS, "preprocessing")], sort_keys=True)
         try:
             if source not in raw:
-                raw[source] = datasource.load_data(config, config.data_dir, mirror)
+                raw[source] = sources.load_data(config, config.data_dir, mirror)
             if setting not in prepared:
                 prepared[setting] = DataSummary.of(prepare(raw[source], config))
         except UserError as error:

@@ -27,15 +27,47 @@ from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
+from pydantic import Field, field_validator
 
 from genvdis._runtime import streams
-from genvdis.config.experiment import ExperimentConfig
-from genvdis.config.sections import EstimatorSpec
 from genvdis.errors import UserError
-from genvdis.models.base import FeatureLayout
+from genvdis.models.base import FeatureLayout, StrictSpec
+from genvdis.models.registry import builtin_names
+
+IMPORT_PATH = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$"
+MODEL_NAME = r"^[A-Za-z][A-Za-z0-9_.-]*$"
+
+
+class EstimatorSpec(StrictSpec):
+    """Any classifier with fit/predict, named by import path (genvdis/models/estimators.py): fitted
+    and scored per split on the same rows as the built-in models. `name` labels its rows."""
+
+    name: str = Field(pattern=MODEL_NAME, max_length=50)
+    estimator: str = Field(pattern=IMPORT_PATH, max_length=200)
+    params: dict[str, Any] = Field(default_factory=dict)
+    encoding: Literal["onehot", "ordinal"] = "onehot"
+
+    @field_validator("name", mode="after")
+    @classmethod
+    def _not_builtin(cls, name: str) -> str:
+        if name in builtin_names():
+            raise ValueError(f"'{name}' is a built-in model's name; call the estimator otherwise")
+        return name
+
+    @field_validator("params", mode="after")
+    @classmethod
+    def _seeded(cls, params: dict[str, Any]) -> dict[str, Any]:
+        seed = params.get("random_state")
+        if "random_state" in params and (not isinstance(seed, int) or isinstance(seed, bool)):
+            raise ValueError(
+                "random_state must be an integer, or left out (genvdis then derives one per "
+                "split); anything else would make the results irreproducible"
+            )
+        return params
+
 
 ALWAYS_ALLOWED = "sklearn"
 MODULE_NAME = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*"
@@ -252,17 +284,17 @@ def _sample(layout: FeatureLayout, encoding: str) -> tuple[np.ndarray, np.ndarra
     return (X, y) if encoding == "ordinal" else (layout.onehot(X), y)
 
 
-def check_config(config: ExperimentConfig, allow_imports: Iterable[str] = ()) -> None:
+def check_config(models: Iterable[Any], allow_imports: Iterable[str] = ()) -> None:
     """Every estimator entry of a config, checked without data: the allow-list, the class,
     its parameters (what `genvdis validate` and `run` check before any work)."""
     allowed = allowed_prefixes(allow_imports)
     layout = FeatureLayout(0)
-    for spec in config.models:
+    for spec in models:
         if isinstance(spec, EstimatorSpec):
             build(spec, layout, allowed)
 
 
-def versions(config: ExperimentConfig) -> dict[str, str]:
+def versions(models: Iterable[Any]) -> dict[str, str]:
     """The versions of the packages the estimator entries come from: they change the
     numbers, so they are part of the run's fingerprint. A package outside the installed
     ones (the user's own, or installed in editable mode) is edited without a new version, so
@@ -271,7 +303,7 @@ def versions(config: ExperimentConfig) -> dict[str, str]:
     from importlib import metadata
 
     found = {}
-    for spec in config.models:
+    for spec in models:
         if isinstance(spec, EstimatorSpec):
             top = spec.estimator.split(".")[0]
             module = importlib.import_module(top)

@@ -13,7 +13,8 @@ from typing import Literal
 import numpy as np
 from pydantic import Field
 
-from genvdis._runtime import portable, streams
+from genvdis._runtime import portable
+from genvdis._runtime.jit import jit
 from genvdis.models.base import (
     BatchFit,
     FeatureLayout,
@@ -72,7 +73,7 @@ def class_sums(
     return _class_sums(Z, y, idx, p, K, *csr)
 
 
-@streams.jit
+@jit
 def _unit(largest: float) -> float:
     """The power of two at or below `largest` (> 0), 1 for 0: dividing by it is exact (for
     results that are normal numbers), so it changes no rounding, only the exponent."""
@@ -94,7 +95,7 @@ _NO_CSR = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), np.empty(0)
 SPARSE_SUMS = 0.3  # the one-hot part's share of nonzeros below which its CSR is read
 
 
-@streams.jit
+@jit
 def _class_sums(
     Z: np.ndarray, y: np.ndarray, idx: np.ndarray, p: int, K: int, indptr: np.ndarray,
     indices: np.ndarray, values: np.ndarray,

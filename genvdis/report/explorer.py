@@ -26,11 +26,12 @@ from typing import Any
 import pandas as pd
 
 from genvdis.analysis import differences as an
+from genvdis.analysis.runs import check_analysis, read_analysis
+from genvdis.config import resultnames
 from genvdis.errors import UserError
 from genvdis.report.styles import SHORT, STYLES, TABLEAU, separable_span
-from genvdis.store import names as resultnames
 from genvdis.store import results
-from genvdis.store.runfiles import check_analysis, read_analysis, read_run_config, read_summary
+from genvdis.store.runfiles import read_run_config, read_summary
 
 PAGE = resultnames.EXPLORER
 HOST = "127.0.0.1"

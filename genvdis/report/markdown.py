@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from genvdis.analysis import differences as an
-from genvdis.analysis.sensitivity import stability_blocks
-from genvdis.report import curves as rc
+from genvdis.analysis import differences, runs
+from genvdis.config import resultnames
+from genvdis.report import curves
 from genvdis.report._format import (
     Block,
     fmt,
@@ -28,10 +28,10 @@ from genvdis.report._format import (
     panel_label,
 )
 from genvdis.report.explorer import write_explorer
-from genvdis.store import names as resultnames
-from genvdis.store import results, runfiles
+from genvdis.report.stability import stability_blocks
+from genvdis.store import results
 
-PAIRS = runfiles.PAIRS_FILE
+PAIRS = runs.PAIRS_FILE
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "analysis.md"
 PAPER_QUOTE = (
     "Ng & Jordan (2001) found the two regimes (naive Bayes better at small m, logistic "
@@ -45,22 +45,22 @@ PAPER_QUOTE = (
 
 def _gen(row: pd.Series) -> str:
     gen = get_col(row, "gen_model")
-    return an.NB if is_missing(gen) else str(gen)
+    return differences.NB if is_missing(gen) else str(gen)
 
 
 def _gen_tag(row: pd.Series) -> str:
-    return "" if _gen(row) == an.NB else f" ({_gen(row)})"
+    return "" if _gen(row) == differences.NB else f" ({_gen(row)})"
 
 
 def _disc(row: pd.Series) -> str:
     """The pair's second model, whose errors the "LR" columns show beside the pair's
     crossover (logistic regression, unless `compare:` made another pair the first)."""
     disc = get_col(row, "disc_model")
-    return an.LR if is_missing(disc) else str(disc)
+    return differences.LR if is_missing(disc) else str(disc)
 
 
 def _disc_tag(row: pd.Series) -> str:
-    return "" if _disc(row) == an.LR else f" ({_disc(row)})"
+    return "" if _disc(row) == differences.LR else f" ({_disc(row)})"
 
 
 def summary_table(table: pd.DataFrame) -> Block:
@@ -94,15 +94,17 @@ def _summary_row(r: pd.Series) -> list[str]:
         fmt(get_col(r, f"{g}_err_m_max")) + tag,
         fmt(get_col(r, f"{d}_err_m_max")) + dtag,
         fmt_cross(r),
-        rc.asym_cell(r, g) + tag,
-        rc.asym_cell(r, d) + dtag,
+        curves.asym_cell(r, g) + tag,
+        curves.asym_cell(r, d) + dtag,
         _verdict(r),
     ]
 
 
 def _verdict(r: pd.Series) -> str:
-    """The row's verdict in the words of its pair (`analysis.shown_verdict`)."""
-    return an.shown_verdict(r["verdict"], get_col(r, "gen_model"), get_col(r, "disc_model"))
+    """The row's verdict in the words of its pair (`differences.shown_verdict`)."""
+    return differences.shown_verdict(
+        r["verdict"], get_col(r, "gen_model"), get_col(r, "disc_model")
+    )
 
 
 def _figure(results_dir: Path, folder: str, name: str) -> Block:
@@ -118,11 +120,11 @@ def panel_section(results_dir: Path, r: pd.Series) -> list[Block]:
     blocks.append(_figure(results_dir, str(r["folder"]), str(r["name"])))
     blocks.append(Block("p", text=_panel_sentence(r)))
     blocks.append(_model_table(r))
-    blocks += rc.fit_table(results_dir, r)
-    blocks += rc.note_blocks(results_dir, r)
+    blocks += curves.fit_table(results_dir, r)
+    blocks += curves.note_blocks(results_dir, r)
     blocks += _pairs_table(results_dir, r)
     diff_path = results_dir / str(r["folder"]) / "differences.csv"
-    if r["verdict"] != an.NO_PAIR and diff_path.exists():
+    if r["verdict"] != differences.NO_PAIR and diff_path.exists():
         diffs = pd.read_csv(diff_path)
         for _, d in diffs.groupby(["a", "b"], sort=False):
             blocks.append(_diff_table(d))
@@ -131,7 +133,7 @@ def panel_section(results_dir: Path, r: pd.Series) -> list[Block]:
 
 def _pairs_table(results_dir: Path, r: pd.Series) -> list[Block]:
     """Every pair of a panel that has more than one (pairs.csv), each with its verdict."""
-    pairs = runfiles.read_pairs(results_dir)
+    pairs = runs.read_pairs(results_dir)
     if pairs is None:
         return []
     mine = pairs[pairs["folder"].astype(str) == str(r["folder"])]
@@ -155,7 +157,7 @@ def _pairs_table(results_dir: Path, r: pd.Series) -> list[Block]:
 
 def _panel_sentence(r: pd.Series) -> str:
     n = fmt_int(r["n_rows"])
-    if r["verdict"] == an.NO_PAIR:
+    if r["verdict"] == differences.NO_PAIR:
         return f"n = {n}. Models: {r['models']}. No generative/discriminative pair: verdict n/a."
     cross = fmt_cross(r)
     no_cross = fmt(get_col(r, "frac_no_cross"), 2)
@@ -180,9 +182,9 @@ def _model_table(r: pd.Series) -> Block:
             m,
             fmt(get_col(r, f"{m}_err_m_min")),
             fmt(get_col(r, f"{m}_err_m_max")),
-            rc.asym_cell(r, m, why=True),
+            curves.asym_cell(r, m, why=True),
             str(get_col(r, f"{m}_best_family") or "—"),
-            rc.shape_cell(r, m) or "none",
+            curves.shape_cell(r, m) or "none",
         ]
         for m in str(r["models"]).split(";")
         if m
@@ -213,10 +215,13 @@ def comparison(table: pd.DataFrame) -> list[Block]:
     """Verdict counts against the paper's claim, including its small-dataset caveat."""
     blocks = [Block("h2", text="Comparison with the paper"), Block("p", text=PAPER_QUOTE)]
     # a panel whose first pair is no generative/discriminative one says nothing of the claim
-    gen, disc = table["gen_model"].isin(an.GENERATIVE), table["disc_model"].isin(an.DISCRIMINATIVE)
-    table = table[(gen & disc) | (table["verdict"] == an.NO_PAIR)]
-    paired = table[table["verdict"] != an.NO_PAIR]
-    n_two = _count(paired, an.TWO_REGIMES)
+    gen, disc = (
+        table["gen_model"].isin(differences.GENERATIVE),
+        table["disc_model"].isin(differences.DISCRIMINATIVE),
+    )
+    table = table[(gen & disc) | (table["verdict"] == differences.NO_PAIR)]
+    paired = table[table["verdict"] != differences.NO_PAIR]
+    n_two = _count(paired, differences.TWO_REGIMES)
     text = (
         f"Two regimes in {n_two} of {_count_of(len(paired), 'panel')} with a "
         "generative/discriminative pair."
@@ -254,12 +259,12 @@ def _median_n(t: pd.DataFrame) -> str:
 
 def _verdict_counts(table: pd.DataFrame) -> Block:
     order = [
-        an.TWO_REGIMES,
-        an.NB_BETTER,
-        an.LR_BETTER,
-        an.MIXED,
-        an.NOT_DISTINGUISHABLE,
-        an.NO_PAIR,
+        differences.TWO_REGIMES,
+        differences.NB_BETTER,
+        differences.LR_BETTER,
+        differences.MIXED,
+        differences.NOT_DISTINGUISHABLE,
+        differences.NO_PAIR,
     ]
     rows = []
     for v in order:
@@ -272,9 +277,9 @@ def _verdict_counts(table: pd.DataFrame) -> Block:
 def _agreement_lines(paired: pd.DataFrame) -> list[str]:
     nb_small = paired[paired["diff_m_min_ci_low"] > 0]
     lr_large = paired[paired["diff_m_max_ci_high"] < 0]
-    nb_only = paired[paired["verdict"] == an.NB_BETTER]
+    nb_only = paired[paired["verdict"] == differences.NB_BETTER]
     return [
-        f"Agree with two regimes: {_names(paired[paired['verdict'] == an.TWO_REGIMES])}.",
+        f"Agree with two regimes: {_names(paired[paired['verdict'] == differences.TWO_REGIMES])}.",
         f"NB significantly better at the smallest m: {_names(nb_small)}.",
         f"LR significantly better at the largest m: {_names(lr_large)}.",
         f"LR never significantly better (median n {_median_n(nb_only)}, against "
@@ -343,8 +348,8 @@ def build_blocks(results_dir: Path, table: pd.DataFrame) -> list[Block]:
         blocks.append(Block("img", text="Figure 1 reproduction", src="figure1.png"))
     blocks += [Block("h2", text="All panels"), summary_table(table)]
     blocks += method(results_dir)
-    blocks += rc.shape_section(results_dir, table)
-    blocks += rc.fit_section(table)
+    blocks += curves.shape_section(results_dir, table)
+    blocks += curves.fit_section(table)
     blocks += stability_blocks(results_dir)  # after `genvdis sweep` (sensitivity.csv)
     for _, r in table.iterrows():
         blocks += panel_section(results_dir, r)
@@ -453,28 +458,21 @@ def to_html(blocks: list[Block], title: str) -> str:
     return head + "\n".join(parts) + "\n</body>\n</html>\n"
 
 
-def write_report(
-    results_dir: Path, reanalyse: bool = True, n_boot: int = 1000, jobs: int = 1
-) -> tuple[Path, Path]:
-    """Write REPORT.md and REPORT.html; by default re-run the analysis first (on up to `jobs`
-    processes) so the report, analysis.csv and each differences.csv always agree."""
-    return write_reports([results_dir], reanalyse, n_boot, jobs)[0]
-
-
 def write_reports(
     folders: list[Path], reanalyse: bool = True, n_boot: int = 1000, jobs: int = 1
 ) -> list[tuple[Path, Path]]:
-    """`write_report` for several results folders, in one process: every folder's runs are
-    analysed first (in one pool), then each folder's report and explorer are written, so an
-    explorer that shows another folder's runs (results/ shows results/examples/) finds their
-    analysis whatever the order of `folders`."""
+    """Each folder's REPORT.md and REPORT.html, and (md, html) paths in `folders`' order. By
+    default every folder's runs are analysed again first (in one pool, on up to `jobs`
+    processes), so the report, analysis.csv and each differences.csv always agree; then each
+    folder's report and explorer are written, so an explorer that shows another folder's runs
+    (results/ shows results/examples/) finds their analysis whatever the order of `folders`."""
     folders = [Path(f) for f in folders]
     stale = [f for f in folders if reanalyse or not (f / "analysis.csv").exists()]
     if stale:
-        runfiles.analyse_folders(stale, n_boot=n_boot, jobs=jobs)
+        runs.analyse_folders(stale, n_boot=n_boot, jobs=jobs)
     written = []
     for results_dir in folders:
-        table = runfiles.read_analysis(results_dir)
+        table = runs.read_analysis(results_dir)
         blocks = build_blocks(results_dir, table)
         md, page = results_dir / resultnames.REPORT_MD, results_dir / resultnames.REPORT_HTML
         with results.writing(results_dir, "the report", results.AGAIN):

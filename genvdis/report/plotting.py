@@ -17,9 +17,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from genvdis.config import resultnames
 from genvdis.errors import UserError
 from genvdis.report.styles import SHORT, STYLES, separable_span
-from genvdis.store import names as resultnames
 from genvdis.store import results
 from genvdis.store.runfiles import read_run_config, read_summary
 
@@ -148,17 +148,12 @@ def plot_figure1(results_dir: Path, runs: list[Path]) -> list[Path]:
     return save_figure(fig, results_dir / resultnames.FIGURE1)
 
 
-def plot_results(results_dir: Path, jobs: int = 1) -> list[Path]:
-    """Every run's figure under `results_dir`, and Figure 1 if any paper panel is there; each
-    figure its own task, on up to `jobs` processes (`pool.map_ordered`)."""
-    return plot_folders([results_dir], jobs)
-
-
 def plot_folders(folders: list[Path], jobs: int = 1) -> list[Path]:
-    """`plot_results` for several results folders, every figure of every folder in one pool
-    (one start-up); a figure named twice (a folder given twice, or a run and its folder) is
-    drawn once. The paths come back in `folders`' order."""
-    from genvdis.experiment import _pool as pool
+    """Every run's figure under each folder, and its Figure 1 if any paper panel is there; each
+    figure its own task, every folder's in one pool on up to `jobs` processes
+    (`parallel.map_ordered`, one start-up). A figure named twice (a folder given twice, or a
+    run and its folder) is drawn once. The paths come back in `folders`' order."""
+    from genvdis._runtime import parallel
 
     tasks: dict[tuple[Path, bool], tuple[Path, list[Path] | None]] = {}
     for results_dir in map(Path, folders):
@@ -171,12 +166,12 @@ def plot_folders(folders: list[Path], jobs: int = 1) -> list[Path]:
             figure1_panels(runs)  # refused before anything is drawn
             tasks.setdefault((results_dir.resolve(), True), (results_dir, runs))
     todo = list(tasks.values())
-    drawn = pool.map_ordered(_draw, todo, jobs, cost=lambda t: 1 if t[1] is None else len(t[1]))
+    drawn = parallel.map_ordered(_draw, todo, jobs, cost=lambda t: 1 if t[1] is None else len(t[1]))
     return [path for paths in drawn for path in paths]
 
 
 def _draw(task: tuple[Path, list[Path] | None]) -> list[Path]:
-    """One task of `plot_results`: a run's figure (runs None), or Figure 1 of `runs`."""
+    """One task of `plot_folders`: a run's figure (runs None), or Figure 1 of `runs`."""
     target, runs = task
     return plot_run(target) if runs is None else plot_figure1(target, runs)
 
@@ -187,7 +182,7 @@ def plot_theory(
     """`genvdis theory`'s figure: m* vs n (log x), one panel per epsilon: naive Bayes solid,
     logistic regression dashed, 95% bootstrap bars, and both least-squares fits (log n dotted,
     n dash-dot) with R^2."""
-    from genvdis.experiment.theory import FORMS
+    from genvdis.analysis.theory import FORMS
 
     epsilons = sorted(table["epsilon"].unique())
     fig, axes = plt.subplots(1, len(epsilons), figsize=(5.4 * len(epsilons), 4.2), squeeze=False)

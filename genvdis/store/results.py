@@ -9,7 +9,7 @@ each one's sha256 and the run's fingerprint (a hash of everything that determine
 A folder whose manifest is missing, damaged (not listing every one of those files), of another
 fingerprint, or contradicted by a file's bytes holds no finished run of this config, whatever
 else it holds; `check_files` is that check, for the engine (`verify`) and every reader
-(`runfiles.check_manifest`) alike. config.yaml's `compare:` may be edited after a run (it
+(`check_manifest`) alike. config.yaml's `compare:` may be edited after a run (it
 changes none of its numbers): the manifest also lists the hash of the rest (`settings`).
 
 Checkpoints (one CSV per block of splits at one m) live in `<out>/<name>/.checkpoints/`. Each
@@ -45,6 +45,7 @@ import yaml
 
 from genvdis.data.fetch import file_sha256
 from genvdis.errors import UserError
+from genvdis.store import lock
 from genvdis.store._csv import csv_text
 
 log = logging.getLogger(__name__)
@@ -528,20 +529,69 @@ def verify(run_dir: Path, key: str) -> Verdict:
     return Verdict(False, "errors.csv" not in wrong, problem)
 
 
+def check_manifest(path: Path, sha256: str | None = None) -> None:
+    """The one check of a run's folder before any of its files is used (by plot, report, the
+    explorer and the API, through genvdis.store.runfiles), as `verify` is the engine's for
+    its own fingerprint: its manifest.json must list every file a run writes, and each file
+    have the bytes listed (config.yaml: but for its compare:, `check_files`). A file edited
+    or replaced since, a manifest edited or removed (`run` finds no finished run there, so no
+    reader may use it as one), or a later run killed before its commit ended (its mark,
+    `COMMITTING`: files of two runs) would put numbers or settings that are not the run's in
+    a figure, a report or the API. Only errors.csv may be absent (the committed
+    results keep none): nothing is read from it then. `path`: the file about to be used;
+    `sha256`: of its bytes as read (default: the file's now)."""
+    run_dir = path.parent
+    if (run_dir / COMMITTING).exists():
+        if lock.in_use(run_dir):
+            raise UserError(
+                f"{run_dir}: a run is writing its results now; run this command again "
+                "when it has finished"
+            )
+        raise UserError(
+            f"{run_dir}: its last run was stopped while writing its results, so its files "
+            "may be of two runs; rerun that run to finish it"
+        )
+    manifest_path = run_dir / MANIFEST
+    try:
+        manifest = read_manifest(run_dir)
+    except FileNotFoundError:
+        raise UserError(
+            f"{run_dir}: no {MANIFEST}, so no finished run (its run did not finish, or "
+            "the file was removed); rerun the run"
+        ) from None
+    except DamagedManifest as problem:
+        raise UserError(
+            f"{manifest_path}: damaged ({problem}); rerun the run to rewrite it"
+        ) from None
+    read = {path.name: sha256} if sha256 is not None else {}
+    problems = check_files(run_dir, manifest, read)
+    if problems.get("errors.csv") == "missing":
+        del problems["errors.csv"]
+    if not problems:
+        return
+    if path.name in problems and output_sha256(path) == manifest.files[path.name]:
+        raise UserError(  # the bytes read were not these: a rerun committed meanwhile
+            f"{path}: a run wrote its folder while it was read; run this command again (once "
+            "no run writes there)"
+        )
+    name = path.name if path.name in problems else next(iter(problems))
+    why = problems[name]
+    if why == "missing":
+        raise UserError(
+            f"{run_dir / name}: missing ({MANIFEST} lists it); rerun the run to rewrite it"
+        )
+    raise UserError(
+        f"{run_dir / name}: changed since its run wrote it ({MANIFEST} lists other "
+        "bytes); rerun the run to rewrite it"
+    )
+
+
 def output_sha256(path: Path) -> str | None:
     """An output file's sha256 (`fetch.file_sha256`), None where it is missing or unreadable."""
     try:
         return file_sha256(path) if path.is_file() else None
     except OSError:
         return None
-
-
-def read_errors(run_dir: Path) -> pd.DataFrame:
-    """errors.csv as it was in memory when written: each error is parsed by Python's float,
-    which gives back the very double that was written (pandas' own parser need not)."""
-    errors = pd.read_csv(run_dir / "errors.csv", dtype={"error": str})
-    errors["error"] = errors["error"].map(float).astype(np.float64)
-    return errors
 
 
 def find_runs(results_dir: Path) -> list[Path]:

@@ -14,8 +14,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from genvdis._runtime.jit import jit
 from genvdis._runtime.portable import cross_into, dot, rows_times
-from genvdis._runtime.streams import jit
 from genvdis.models.logistic._solves import solve_coupled, solve_unblocked
 
 # Columns from which `gathered_step` forms X^T W X by rank-one row updates rather than dots

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from genvdis._runtime.streams import jit
+from genvdis._runtime.jit import jit
 from genvdis.models.base import FeatureLayout
 from genvdis.models.logistic._kernels import log_lambert
 

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from genvdis._runtime.streams import jit
+from genvdis._runtime.jit import jit
 from genvdis.models.logistic._solves import solve_symmetric_in_place
 
 

@@ -11,7 +11,7 @@ from typing import Literal
 import numpy as np
 from pydantic import Field
 
-from genvdis._runtime import streams
+from genvdis._runtime.jit import jit
 from genvdis.models.base import BatchFit, FeatureLayout, LinearModel, StrictSpec, checked, default
 from genvdis.models.logistic import _quasi_start as quasi_start
 from genvdis.models.logistic._layouts import Design, Gathered, Sparse
@@ -63,7 +63,7 @@ class LogisticRegressionSpec(StrictSpec):
         }
 
 
-@streams.jit
+@jit
 def _rows_feature_major(Z: np.ndarray, idx: np.ndarray) -> np.ndarray:
     """The rows idx (S, m) of Z, each with a last column of ones, feature-major: (S, D + 1, m),
     the layout of `layouts.Gathered`."""
@@ -96,7 +96,7 @@ def standard_basis(Z: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return standard, low, scale
 
 
-@streams.jit
+@jit
 def _standard_rows(
     Z: np.ndarray, idx: np.ndarray, feature_major: bool
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from genvdis._runtime import streams
+from genvdis._runtime.jit import jit
 from genvdis.models.logistic.separable import _lp as lp
 
 # A training set is called separable when its L-infinity maximum margin exceeds this: the LP
@@ -63,7 +63,7 @@ def _pairwise_plan(start: int, n: int) -> np.ndarray:
     return np.vstack([_pairwise_plan(start, half), _pairwise_plan(start + half, n - half), add])
 
 
-@streams.jit
+@jit
 def _widest_rows(Z: np.ndarray, plan: np.ndarray) -> float:
     """max_i sum_k |Z[i, k]|, each row summed as `plan` says (at least one row); NaN if a
     row's sum is. Not recursive: numba's cache cannot load recursive functions."""
@@ -84,7 +84,7 @@ def _widest_rows(Z: np.ndarray, plan: np.ndarray) -> float:
     return top
 
 
-@streams.jit
+@jit
 def _piece_abs_sum(row: np.ndarray, start: int, n: int) -> float:
     """sum |row[start:start + n]|, n <= 128, as numpy sums it: below 8 terms one by one, else
     in 8 running sums, added pairwise, then the terms beyond a multiple of 8 one by one."""
@@ -135,7 +135,7 @@ def _margins_on_data(
     return certify(_lowest_on_data(Z, sign, np.ascontiguousarray(idx), z), z, row_norm)
 
 
-@streams.jit
+@jit
 def _lowest_on_data(Z: np.ndarray, sign: np.ndarray, idx: np.ndarray, z: np.ndarray) -> np.ndarray:
     """min_j sign_i (Z[i] . z_s[:-1] + z_s[-1]), i = idx[s, j], for each split s; NaN if a
     product is (as numpy's min). Its rounding is the one `certify` allows for: a sum of d

@@ -22,14 +22,15 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from genvdis._runtime import calls, portable, streams
+from genvdis._runtime import portable, shortcalls, streams
+from genvdis._runtime.jit import jit
 
 # The per-wall loops divide by c_i <= 0 on purpose (the result is never read): numpy's error
 # model lets them do so without a check, which is what lets them vectorise.
 _walls_jit = numba.njit(cache=True, nogil=True, fastmath=False, error_model="numpy")
 
 
-@streams.jit
+@jit
 def _values(Bt: np.ndarray, x: np.ndarray, out: np.ndarray) -> None:
     """out = B x, from B transposed (r, m): each wall's sum runs over k in order, as a loop
     over B's rows would (the same bits), but the walls are summed side by side, which
@@ -74,7 +75,7 @@ def _turn(
     return behind
 
 
-@streams.jit
+@jit
 def _least(key: np.ndarray) -> int:
     """The first index of the smallest key (-1 if none is below inf), with four running minima
     side by side: each keeps its first smallest, so ties go to the lowest index as in a plain
@@ -102,7 +103,7 @@ def _least(key: np.ndarray) -> int:
     return j if best < np.inf else -1
 
 
-@streams.jit
+@jit
 def _hit_behind(
     c: np.ndarray, v: np.ndarray, key: np.ndarray, last: int, rc: float, rs: float
 ) -> tuple[bool, int, float, float]:
@@ -124,7 +125,7 @@ def _hit_behind(
     return False, -1, rc, rs
 
 
-@streams.jit
+@jit
 def _next_hit(
     c: np.ndarray, v: np.ndarray, key: np.ndarray, last: int, behind: int, rc: float, rs: float
 ) -> tuple[bool, int, float, float]:
@@ -148,7 +149,7 @@ def _next_hit(
     return True, j, (-1.0 if k > 0 else 1.0), 1.0 / abs(k)
 
 
-@streams.jit
+@jit
 def _gram_row(B: np.ndarray, Bt: np.ndarray, G: np.ndarray, have: np.ndarray, j: int) -> None:
     """Row j of the Gram matrix G = B B^T, on the first bounce off wall j (`portable.gram_row`:
     a fixed order, the bits of `portable.matmuls`(B, B^T)). A chain meets few of the walls,
@@ -159,7 +160,7 @@ def _gram_row(B: np.ndarray, Bt: np.ndarray, G: np.ndarray, have: np.ndarray, j:
         have[j] = True
 
 
-@streams.jit
+@jit
 def _trajectory(
     B: np.ndarray, Bt: np.ndarray, G: np.ndarray, have: np.ndarray, w: np.ndarray,
     p: np.ndarray, c: np.ndarray, v: np.ndarray, key: np.ndarray, rc: float, rs: float,
@@ -202,7 +203,7 @@ def _trajectory(
     return rc, rs
 
 
-@streams.jit
+@jit
 def _copy(out: np.ndarray, values: np.ndarray) -> None:
     """out[:] = values, as a loop: numba compiles slice assignment generically, which cost
     ~1.9 s on an empty cache, for the same bits."""
@@ -210,7 +211,7 @@ def _copy(out: np.ndarray, values: np.ndarray) -> None:
         out[i] = values[i]
 
 
-@streams.jit
+@jit
 def _chains(
     B: np.ndarray, Bt: np.ndarray, w0: np.ndarray, keys: np.ndarray, iterations: int,
     warmup_bounces: int, d: int,
@@ -305,7 +306,7 @@ def sample_version_space(
     Bt = np.ascontiguousarray(np.swapaxes(B, 1, 2))
     w *= np.sqrt(r) / portable.norms(w)[:, None]  # the typical radius
     start = w
-    w, v, u = calls.in_short_calls(  # each problem its own stream: pieces change nothing
+    w, v, u = shortcalls.in_short_calls(  # each problem its own stream: pieces change nothing
         lambda a, b: _chains(B[a:b], Bt[a:b], start[a:b], keys[a:b], int(iterations),
                              int(warmup_bounces), d),
         S,

@@ -1,5 +1,10 @@
-"""Compiled kernels called in short pieces, so that Ctrl-C is seen between them: shared by
-the engine's scoring and the separable sampler, below both."""
+"""Compiled kernels called in pieces short enough for Ctrl-C to be seen between them.
+
+A numba kernel cannot see Ctrl-C: Python runs its SIGINT handler only between calls. A kernel
+that loops over independent items (splits or problems, each with its own random stream) is
+therefore called on pieces that take about CALL_SECONDS each, which changes none of its
+numbers. The engine's scoring and the version-space sampler use it.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +13,6 @@ from collections.abc import Callable
 
 import numpy as np
 
-# A compiled kernel cannot see Ctrl-C: Python runs its SIGINT handler only between calls. A
-# kernel that loops over independent items (splits, each with its own random stream) is
-# therefore called on pieces that take about this long each, which changes none of its numbers.
 CALL_SECONDS = 0.25
 
 
@@ -31,6 +33,3 @@ def in_short_calls(
     if len(parts) == 1:
         return parts[0]
     return tuple(np.concatenate(arrays) for arrays in zip(*parts, strict=True))
-
-
-__all__ = ["CALL_SECONDS", "in_short_calls"]

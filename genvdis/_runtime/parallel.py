@@ -1,24 +1,36 @@
-"""Where a run's tasks execute: loky worker processes, threads, or a dask cluster.
+"""Where work runs: a run's tasks on loky worker processes, threads or a dask cluster
+(`parallel`, `map_unordered`), and independent per-run work (a panel's analysis, a figure, a
+theory's n) on forked processes (`map_ordered`), with one rule for how many workers
+(`worker_count`).
 
-Results never depend on this choice (see `engine`); what it must get right is the machine's
-share: no more workers than tasks or cores (unless asked, with --force), no worker that
-outlives the run (a loky worker left behind by kill -9 would otherwise wait out its idle
-timeout holding the caller's stdout and stderr), and a dask cluster that can actually run
-something.
+Results never depend on this choice (see genvdis.experiment.engine); what it must get right is
+the machine's share: no more workers than tasks or cores (unless asked, with --force), no
+worker that outlives the run (a loky worker left behind by kill -9 would otherwise wait out its
+idle timeout holding the caller's stdout and stderr), and a dask cluster that can actually run
+something. The per-run work forks rather than using loky: a forked worker starts in
+milliseconds with the parent's modules (pandas, scipy, matplotlib with the Agg backend) already
+imported, where a loky worker spends about a second and a half importing them again, and these
+tasks last a second or two each. Its results come back in the items' order, so the files
+written are the same bytes whatever the workers.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import multiprocessing
 import os
+import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any, TypeVar
 
 from genvdis.errors import UserError
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 PARENT_POLL = 0.5  # seconds between a worker's checks that the run's process is alive
 WORKER_WAIT = 10  # seconds a dask scheduler gets to have a worker
@@ -30,12 +42,28 @@ WORKER_WAIT = 10  # seconds a dask scheduler gets to have a worker
 IN_PROCESS_BELOW = 4.0
 
 
+def check_jobs(jobs: int) -> None:
+    """--jobs as every command takes it (`api.check_run_options` checks it so too); cheap, so
+    that `plot` and `report` need not import what a run's options need."""
+    if jobs < 1:
+        raise UserError("--jobs must be >= 1")
+
+
+def can_fork() -> bool:
+    """Whether forked workers are safe here: on Linux. Windows has no fork, and on macOS a
+    process that has used the system's frameworks (Accelerate's BLAS) may crash in a forked
+    child, so there the work stays in this process."""
+    return sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
+
+
 def worker_count(
     jobs: int, tasks: int, force: bool = False, backend: str = "loky", cpu_seconds: float = 0.0
 ) -> int:
-    """--jobs, capped at the tasks to run and (unless `force`) at this machine's cores; and
-    (unless `force`) 1, this process, for a loky run estimated under `IN_PROCESS_BELOW`."""
-    if jobs == 1:
+    """--jobs, capped at the tasks to run and (unless `force`) at this machine's cores; 1, this
+    process, where `backend` "fork" (`map_ordered`'s, for plot, report and theory, which have
+    no --force) is not safe (`can_fork`), and (unless `force`) for a loky run estimated under
+    `IN_PROCESS_BELOW`. A run's cap is logged, with how --force changes it."""
+    if jobs == 1 or (backend == "fork" and not can_fork()):
         return 1
     import joblib
 
@@ -45,7 +73,7 @@ def worker_count(
         used, why = 1, "a short run: over sooner than workers start; --force uses them"
     elif used < jobs:
         why = f"{tasks} tasks to run" if used == tasks else f"{cores} cores; --force uses more"
-    if used < jobs:
+    if used < jobs and backend != "fork":  # said for a run, whose --force can change it
         log.info("--jobs %d: using %d worker(s) (%s)", jobs, used, why)
     return used
 
@@ -80,6 +108,32 @@ def map_unordered(
 
     runner = joblib.Parallel(return_as="generator_unordered")
     return runner(joblib.delayed(function)(*args) for args in calls)
+
+
+def map_ordered(
+    function: Callable[[T], Any],
+    items: Sequence[T],
+    jobs: int = 1,
+    cost: Callable[[T], float] | None = None,
+) -> list[Any]:
+    """[function(item) for item in items], on up to `jobs` forked processes. `cost` (a guess
+    of each item's time) orders the submissions, longest first, so that one long item does not
+    start last; the list returned keeps the items' order. An exception raised by `function`
+    (a UserError) is raised here, as it would be in this process."""
+    workers = worker_count(jobs, len(items), backend="fork")
+    if workers == 1:
+        return [function(item) for item in items]
+    order = sorted(range(len(items)), key=lambda i: -cost(items[i]) if cost else 0)
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(
+        workers, mp_context=context, initializer=watch_parent, initargs=(os.getpid(),)
+    ) as executor:
+        futures = {i: executor.submit(function, items[i]) for i in order}
+        try:
+            return [futures[i].result() for i in range(len(items))]
+        except BaseException:
+            executor.shutdown(wait=False, cancel_futures=True)
+            raise
 
 
 @contextlib.contextmanager
