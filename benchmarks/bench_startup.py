@@ -32,7 +32,7 @@ round.
 --crossover CONFIG... times `--jobs 1` against `--jobs 2 --force` (two loky workers) on each
 config, next to the run's CPU estimate (genvdis.experiment.planning): where the workers start to
 pay is
-what `backends.IN_PROCESS_BELOW` is set from.
+what `parallel.IN_PROCESS_BELOW` is set from.
 """
 
 from __future__ import annotations
