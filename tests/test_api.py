@@ -26,8 +26,8 @@ from genvdis.cli import app
 from genvdis.config import builtin
 from genvdis.report import plotting
 from genvdis.store import results
+from tests.conftest import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 HEAVY = ("numba", "scipy", "matplotlib", "sklearn", "pandas", "numpy", "pydantic")
 
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import _toy_config, _write_toy
 from typer.testing import CliRunner
 
 import genvdis
 from genvdis.cli import app
+from tests.conftest import _toy_config, _write_toy
 
 SIZES = "sizes: [10, 20]\n"
 

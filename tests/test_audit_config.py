@@ -9,10 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from clichecks import assert_user_error
 from typer.testing import CliRunner
 
 from genvdis.cli import app
+from tests.clichecks import assert_user_error
 
 TINY = ("sizes: [10, 20]", "splits: 4")
 

@@ -126,7 +126,7 @@ def test_k_class_error_counts_match_independent_fits(tmp_path):
     for row in errors.itertuples():
         train, test = draw_split(y, row.m, 0, row.split)
         if row.model == "logistic_regression" and not row.separable:
-            continue  # the likelihood's fit: its own tests (tests/test_multiclass.py)
+            continue  # the likelihood's fit: its own tests (tests/models/test_multiclass.py)
         fit = {"naive_bayes": _naive_bayes, "lda": _lda, "logistic_regression": _ridge}
         scores = fit[row.model](cont, colour, y, train, test)
         assert row.errors == (np.argmax(scores, axis=1) != y[test]).sum(), row

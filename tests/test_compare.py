@@ -9,7 +9,6 @@ import matplotlib
 import pandas as pd
 import pytest
 import yaml
-from conftest import REPO
 from typer.testing import CliRunner
 
 import genvdis
@@ -17,6 +16,7 @@ from genvdis.analysis import differences as analysis
 from genvdis.cli import app
 from genvdis.config.experiment import parse_config
 from genvdis.report import plotting
+from tests.conftest import REPO
 
 matplotlib.use("Agg")
 

@@ -21,6 +21,7 @@ from genvdis.experiment import parallel as backends
 from genvdis.store import _csv as csvtext
 from genvdis.store import results
 from genvdis.store._csv import csv_text
+from tests.conftest import REPO
 
 # Heavy, and not needed before a run's first task (matplotlib: plot/report; sklearn: tests and
 # benchmarks; dask: --backend dask; scipy.stats: the theory runs; scipy.optimize: the rare LP;
@@ -209,8 +210,6 @@ print(json.dumps(seen))"""
 
 # --- what a run writes, and how -----------------------------------------------------------------
 
-REPO = Path(__file__).resolve().parents[1]
-
 
 def _to_csv(frame: pd.DataFrame) -> str:
     return frame.to_csv(index=False, lineterminator="\n")
@@ -322,7 +321,7 @@ def test_a_short_run_with_two_jobs_says_so_and_gives_the_same_bytes(
 def test_a_report_loads_no_matplotlib(tmp_path):
     """`genvdis report` draws nothing: its explorer takes the line colours from
     genvdis.report.styles, so matplotlib (about a second of start-up) is never imported."""
-    from learningcurves import results_folder
+    from tests.learningcurves import results_folder
 
     folder = results_folder(tmp_path / "results")
     report = ["report", str(folder), "--boot", "20"]

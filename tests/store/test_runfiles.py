@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from learningcurves import GRID, results_folder
 
 from genvdis.analysis import differences as an
 from genvdis.store import runfiles
+from tests.learningcurves import GRID, results_folder
 
 
 @pytest.fixture

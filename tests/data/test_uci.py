@@ -15,7 +15,6 @@ import functools
 import hashlib
 import importlib.util
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -30,8 +29,8 @@ from genvdis.data.sources import load_data, load_file_dataset
 from genvdis.data.uci import REGISTRY, RawData, load_registered
 from genvdis.errors import UserError
 from genvdis.experiment import splits
+from tests.conftest import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 CONFIGS = REPO / "configs"
 EXAMPLES = CONFIGS / "examples"
 

@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 from genvdis.cli import app
 from genvdis.config.experiment import load_config
 from genvdis.experiment import engine
+from tests.conftest import REPO
 
 # (name, lines added to the shared toy config)
 PANELS = {
@@ -281,7 +282,7 @@ def test_a_separable_run_writes_the_same_errors_under_two_blas_kernels(
     if not _uses_openblas():
         pytest.skip("numpy's BLAS is not OpenBLAS: OPENBLAS_CORETYPE chooses nothing")
     config = tmp_path / "boston.yaml"
-    text = (Path(__file__).parents[1] / "configs" / "boston.yaml").read_text()
+    text = (REPO / "configs" / "boston.yaml").read_text()
     config.write_text(text.replace("sizes: [10, 15, 20, 30, 40, 60", "sizes: [30, 40, 60]#"))
     written = {}
     for kernel in ("Haswell", "Prescott"):
@@ -311,7 +312,7 @@ def test_the_analysis_files_do_not_depend_on_the_blas_kernel(tmp_path):
     if not _uses_openblas():
         pytest.skip("numpy's BLAS is not OpenBLAS: OPENBLAS_CORETYPE chooses nothing")
     config = tmp_path / "bcw.yaml"
-    text = Path(__file__).parents[1] / "configs" / "examples" / "breast-cancer-wisconsin.yaml"
+    text = REPO / "configs" / "examples" / "breast-cancer-wisconsin.yaml"
     sizes = "sizes: [10, 15, 20, 30, 40, 60, 80, 100, 150, 200, 300, 400]"
     config.write_text(text.read_text().replace(sizes, "sizes: [10, 20, 40, 80, 150, 300]"))
     command = [sys.executable, "-m", "genvdis", "run", str(config), "--splits", "40"]

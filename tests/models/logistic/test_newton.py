@@ -8,8 +8,6 @@ last test, a regression test on adult (discrete)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -25,8 +23,7 @@ from genvdis.models.logistic._layouts import Gathered, Sparse
 from genvdis.models.logistic._newton import newton_logistic
 from genvdis.models.logistic.binary import TINY_RIDGE
 from genvdis.models.registry import build_model
-
-REPO = Path(__file__).resolve().parent.parent
+from tests.conftest import REPO
 
 
 def _problems(seed: int, n: int, coef: list[float], S: int, m: int, zero_column: bool = False):

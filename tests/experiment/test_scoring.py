@@ -5,11 +5,11 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-from tables import mixed_data
 
 from genvdis.data.preprocessing import FeatureLayout
 from genvdis.experiment import scoring as multiclass
 from genvdis.experiment.scoring import EncodedData, count_errors
+from tests.tables import mixed_data
 
 
 def test_count_errors_counts_per_split_and_model():

@@ -7,11 +7,11 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from learningcurves import CROSSING, GRID, TRUE_CROSS, make_errors
 from scipy import stats
 
 from genvdis.analysis import differences as an
 from genvdis.analysis import fits
+from tests.learningcurves import CROSSING, GRID, TRUE_CROSS, make_errors
 
 
 @pytest.fixture(scope="module")

@@ -14,8 +14,7 @@ from genvdis.errors import UserError
 from genvdis.models.lda import LDASpec
 from genvdis.models.logistic_regression import LogisticRegressionSpec
 from genvdis.models.naive_bayes import NaiveBayesSpec
-
-REPO = Path(__file__).resolve().parents[1]
+from tests.conftest import REPO
 
 FULL = {
     "name": "pima-full",

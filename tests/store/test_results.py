@@ -37,6 +37,7 @@ from genvdis.experiment import parallel as backends
 from genvdis.experiment import planning
 from genvdis.store import lock as runlock
 from genvdis.store import results
+from tests.conftest import REPO
 
 CONFIG = """\
 name: own
@@ -49,7 +50,6 @@ seed: 2
 """
 N_BLOCKS = 2 * 4
 FILES = (*results.OUTPUTS, results.MANIFEST)
-REPO = Path(__file__).resolve().parents[1]
 
 # Runs genvdis in a real process with one fault: FAULT=kill-after:<file> ends the process with
 # no cleanup (os._exit) right after <file> is renamed into place; FAULT=pause:<gate> stops it

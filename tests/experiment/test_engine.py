@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from tables import mixed_data
 
 from genvdis._runtime.streams import stream_keys
 from genvdis.experiment.engine import Protocol, run_block
@@ -15,6 +14,7 @@ from genvdis.experiment.splits import draw_block, draw_training_block
 from genvdis.models.lda import LDA
 from genvdis.models.logistic_regression import LogisticRegression
 from genvdis.models.naive_bayes import NaiveBayes
+from tests.tables import mixed_data
 
 
 @pytest.mark.parametrize("test", ["rest", 60])

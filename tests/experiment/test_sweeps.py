@@ -18,6 +18,7 @@ from genvdis.config import variants
 from genvdis.errors import UserError
 from genvdis.report.markdown import write_report
 from genvdis.store import results, runfiles
+from tests.conftest import REPO
 
 # toy.csv (300 rows: 3 continuous, 2 discrete attributes, nothing missing): a quick grid
 GRID = ("sizes: [12, 40, 150]", "splits: 6", "block_size: 3")
@@ -443,7 +444,7 @@ def test_every_panel_takes_every_variant_of_the_committed_sweep():
     from genvdis import api
     from genvdis.config import builtin
 
-    committed = variants.read_block_file(Path(__file__).parents[1] / "configs/sweeps/figure1.yaml")
+    committed = variants.read_block_file(REPO / "configs/sweeps/figure1.yaml")
     assert len(committed) == 17
     panels = [c for c in builtin.builtin_configs() if c.kind == "panel"]
     assert len(panels) == 15

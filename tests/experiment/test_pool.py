@@ -10,7 +10,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from learningcurves import results_folder
 from typer.testing import CliRunner
 
 from genvdis.cli import app
@@ -20,6 +19,7 @@ from genvdis.experiment import _pool as pool
 from genvdis.experiment import theory
 from genvdis.report.markdown import write_report
 from genvdis.report.plotting import plot_results
+from tests.learningcurves import results_folder
 
 
 def _square_or_refuse(x: int) -> tuple[int, int]:

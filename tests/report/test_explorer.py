@@ -36,8 +36,8 @@ from genvdis.cli import app
 from genvdis.report import explorer
 from genvdis.report.markdown import write_report
 from genvdis.store import results, runfiles
+from tests.conftest import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 COMMITTED = REPO / "results"
 GRID = [5, 10, 20, 40, 80, 160]
 SONAR = dict(dataset="sonar", attributes="continuous", target={"positive": ["M"]})

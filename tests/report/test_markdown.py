@@ -5,11 +5,12 @@ from __future__ import annotations
 import re
 
 import pytest
-from learningcurves import CROSSING, make_errors, results_folder, write_panel
 
 from genvdis.analysis import differences as an
 from genvdis.report import markdown as report
 from genvdis.report.markdown import write_report
+from tests.conftest import REPO
+from tests.learningcurves import CROSSING, make_errors, results_folder, write_panel
 
 
 @pytest.fixture
@@ -94,7 +95,6 @@ def test_what_plot_and_report_write_beside_the_runs_is_reserved(results):
     (explorer.html, pairs.csv) passed validate and run, then broke every later report there:
     the reserved names are the writers' own (resultnames), checked here against what they
     write, and the committed results/ hold no other top-level file."""
-    from pathlib import Path
 
     from genvdis.config import experiment as config
     from genvdis.report.plotting import plot_results
@@ -106,7 +106,7 @@ def test_what_plot_and_report_write_beside_the_runs_is_reserved(results):
     written = {path.name for path in results.iterdir()} - runs - {"not_a_panel"}
     assert written <= set(resultnames.TOP_LEVEL)  # pairs.csv: with several pairs in a panel
     assert len(written) == 6  # the reports, the explorer, analysis.csv, Figure 1 twice
-    committed = Path(__file__).resolve().parents[1] / "results"
+    committed = REPO / "results"
     for folder in (committed, committed / "examples"):
         assert {p.name for p in folder.iterdir() if p.is_file()} <= set(resultnames.TOP_LEVEL)
     assert set(config.RESULTS_FILES) == set(resultnames.TOP_LEVEL)

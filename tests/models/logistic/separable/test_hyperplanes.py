@@ -8,7 +8,6 @@ A training set is separable when its L-infinity maximum margin, max t s.t. a_i .
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -33,8 +32,8 @@ from genvdis.models.logistic_regression import (
 )
 from genvdis.models.naive_bayes import NaiveBayes, NaiveBayesSpec
 from genvdis.models.registry import build_model
+from tests.conftest import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 TOL = hyperplanes.MARGIN_TOL
 
 

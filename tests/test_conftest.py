@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from genvdis.data.uci import REGISTRY
+from tests.conftest import REPO
 
-CONFTEST = Path(__file__).with_name("conftest.py")
+CONFTEST = REPO / "tests" / "conftest.py"
 INNER_TESTS = """\
 import os
 from pathlib import Path
