@@ -1,5 +1,5 @@
-"""What every test of a refused input asserts of the command's result: shared by the CLI's tests
-and the audits' (tests/test_audit_*.py)."""
+"""What every test of a refused input asserts of the command's result: shared by the tests
+that run the command line on bad input."""
 
 from __future__ import annotations
 

@@ -10,7 +10,9 @@ import re
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from genvdis.cli import app
 from genvdis.data import fetch
 from genvdis.data import uci as datasets
 from genvdis.errors import UserError
@@ -164,3 +166,35 @@ def test_withdrawn_files_keep_a_copy_pinned_to_a_commit(name):
     assert re.fullmatch(r"https://raw\.githubusercontent\.com/[^/]+/[^/]+/[0-9a-f]{40}/.+", copy)
     assert copy.rsplit("/", 1)[1] == file.path.rsplit("/", 1)[1]
     assert fetch.source_urls(file, "/srv/uci") == [f"/srv/uci/{file.path}"]
+
+
+# --- a data cache that is not a folder ---
+
+
+def _invoke(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, [str(a) for a in args])
+    return result.exit_code, result.stderr
+
+
+def test_a_data_cache_that_is_a_file_is_said_so_not_blamed_on_the_network(
+    tmp_path, monkeypatch, toy_csv
+):
+    """GENVDIS_DATA naming a file (or a file where a dataset's subfolder goes): the download
+    failed on NotADirectoryError and the message said 'could not download it ... check the
+    network'; now it names the cache and the file in its path."""
+    cache = tmp_path / "cache"
+    cache.write_text("not a folder\n")
+    monkeypatch.setenv("GENVDIS_DATA", str(cache))
+    sha256 = fetch.file_sha256(toy_csv)
+    config = tmp_path / "toy.yaml"
+    config.write_text(
+        f"name: toy\ndataset: {{url: {toy_csv}, sha256: {sha256}, target: label}}\n"
+        'target: {positive: ["yes"]}\nsizes: [10, 20]\nsplits: 4\n'
+    )
+    code, stderr = _invoke("run", config, "--out", tmp_path / "out", "-q")
+    folder = cache / "user" / sha256[:16]
+    assert (code, stderr) == (
+        2,
+        f"error: {config}: {toy_csv}: the data cache {folder} cannot be a folder: a file is in "
+        "its path; set GENVDIS_DATA to a folder (or remove the file)\n",
+    )

@@ -10,11 +10,15 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
+from typer.testing import CliRunner
 
 from genvdis import api
+from genvdis.cli import app
 from genvdis.config.experiment import parse_config
 from genvdis.config.sections import FileDataset, SklearnSource, SyntheticSource
 from genvdis.data import fetch, sources, synthetic, uci
+from genvdis.data.preprocessing import prepare
 from genvdis.data.sources import (
     SOURCES,
     LocalFileSource,
@@ -23,6 +27,7 @@ from genvdis.data.sources import (
     SyntheticTableSource,
     UciSource,
     UrlSource,
+    load_data,
     source_of,
 )
 from genvdis.data.uci import RawData
@@ -203,3 +208,114 @@ def test_a_new_source_runs_end_to_end(tmp_path, monkeypatch):
     assert results.config["n_rows"] == 40
     assert set(results.models) == {"naive_bayes", "logistic_regression"}
     assert sources.source_of(config.dataset).provenance() == "toy: load_toy"
+
+
+# --- a file dataset's path, folder and compression: one-line errors naming the field or file ---
+
+
+def config(target: str = '{positive: ["yes"]}', *extra: str) -> str:
+    return "\n".join(
+        ["name: t", "dataset: {path: data.csv, target: label}", f"target: {target}",
+         "sizes: [2]", *extra]
+    ) + "\n"  # fmt: skip
+
+
+THREE = "a,b,label\n1,x,yes\n2,y,no\n3,x,yes\n4,y,no\n5,x,maybe\n6,y,maybe\n"
+
+
+@pytest.mark.parametrize(
+    ("dataset", "words"),
+    [
+        # each was "dataset.synthetic: Field required (and 7 more problems)"
+        ("{url: 'https://host/a.csv', target: label}", "dataset: a 'url' needs its 'sha256'"),
+        ("{path: a.csv, url: 'https://host/a.csv', target: label}", "dataset: give exactly one"),
+        ("{path: , target: label}", "dataset: give exactly one of 'path' or 'url'"),
+        ("{path: a.csv, target: label, header: 'no'}", "dataset.header: Input should be a valid"),
+        ("{file: a.csv, target: label}", "dataset.file: unknown key"),
+    ],
+)
+def test_a_file_dataset_error_names_its_field(tmp_path, dataset, words):
+    (tmp_path / "c.yaml").write_text(config().replace("{path: data.csv, target: label}", dataset))
+    result = CliRunner().invoke(app, ["validate", str(tmp_path / "c.yaml")])
+    assert result.exit_code == 2
+    assert words in result.output and "synthetic" not in result.output, result.output
+
+
+def _zip(path: Path, members: int) -> None:
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as archive:
+        for i in range(members):
+            archive.writestr(f"part{i}.csv", THREE)
+
+
+def _gzip_cut() -> bytes:
+    """A gzip file cut in the middle."""
+    import gzip
+
+    rows = "".join(f"{i},{i % 3},no\n" for i in range(999))
+    packed = gzip.compress(("a,b,label\n" + rows).encode())
+    return packed[: len(packed) // 2]
+
+
+@pytest.mark.parametrize(
+    ("name", "write"),
+    [
+        ("two.zip", lambda path: _zip(path, 2)),
+        ("none.zip", lambda path: _zip(path, 0)),
+        ("plain.csv.gz", lambda path: path.write_text(THREE)),
+        ("plain.csv.bz2", lambda path: path.write_text(THREE)),
+        ("plain.csv.xz", lambda path: path.write_text(THREE)),
+        ("plain.csv.tar", lambda path: path.write_text(THREE)),
+        (
+            "cut.csv.gz",
+            lambda path: path.write_bytes(_gzip_cut()),
+        ),
+    ],
+)
+def test_a_damaged_compressed_file_is_a_user_error(tmp_path, name, write):
+    """Each was 'internal error: ...' with exit 1 (BadGzipFile, LZMAError, tarfile's
+    ReadError, EOFError, pandas' ValueError for a zip of two files)."""
+    write(tmp_path / name)
+    text = config().replace("data.csv", name)
+    (tmp_path / "c.yaml").write_text(text)
+    result = CliRunner().invoke(app, ["run", str(tmp_path / "c.yaml"), "--out", str(tmp_path)])
+    assert result.exit_code == 2, result.output
+    line = result.output.strip().splitlines()[-1]
+    assert line.startswith("error: ") and f"{name}: cannot be read as a table" in line, line
+    assert "compressed" in line or "archive" in line, line
+
+
+def test_a_folder_is_not_called_missing(tmp_path):
+    (tmp_path / "data.csv").mkdir()
+    parsed = parse_config(yaml.safe_load(config()), "config.yaml")
+    with pytest.raises(UserError, match=r"dataset.path: data.csv is a folder; give the table's"):
+        prepare(load_data(parsed, tmp_path), parsed)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+def test_a_named_pipe_as_the_data_path_is_the_same_error_to_validate_and_run(tmp_path):
+    """A FIFO was 'not found' to `run` but ok to `validate`; now both say, in the same words,
+    that it is not a regular file, and neither opens it (which would wait for a writer)."""
+    os.mkfifo(tmp_path / "data.csv")
+    (tmp_path / "c.yaml").write_text(config())
+    lines = []
+    for args in (["validate", "c.yaml"], ["run", "c.yaml", "--out", "out", "-q"]):
+        result = CliRunner().invoke(app, [args[0], str(tmp_path / args[1]), *args[2:]])
+        assert result.exit_code == 2, result.output
+        lines.append(result.output.strip().splitlines()[-1].split("dataset.path: ", 1)[-1])
+    assert lines[0] == lines[1], lines
+    assert "data.csv" in lines[0] and "not a regular file" in lines[0], lines[0]
+
+
+def test_a_data_path_that_cannot_be_looked_at_is_a_user_error(tmp_path, monkeypatch):
+    """A folder on the way that cannot be searched (here faked: tests may run as root)."""
+    from genvdis.config.sections import FileDataset
+    from genvdis.data.sources import table_path
+
+    def denied(self, **_):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(Path, "stat", denied)
+    with pytest.raises(UserError, match=r"^dataset.path: locked/data.csv: Permission denied$"):
+        table_path(FileDataset(path="locked/data.csv", target="y"), tmp_path)

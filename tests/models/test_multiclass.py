@@ -1,7 +1,8 @@
 """K-class targets: each model against an independent computation (scikit-learn where it fits
 the same model, a closed form or scipy where it does not), the separability decisions against
 an LP written with scipy alone, K = 2 against the binary models, the argmax scoring and the
-stratified K-class splits' invariants.
+stratified K-class splits' invariants; and K-class runs end to end (error counts against
+independent fits, refused class definitions).
 
 Data are small and synthetic; X = [continuous columns | integer codes of discrete columns].
 """
@@ -10,20 +11,30 @@ from __future__ import annotations
 
 import hashlib
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
+import yaml
 from scipy.optimize import linprog, minimize
+from scipy.special import logsumexp
 from sklearn.covariance import EmpiricalCovariance
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis as SkLDA
 from sklearn.linear_model import LogisticRegression as SkLR
 from sklearn.naive_bayes import CategoricalNB, GaussianNB
+from typer.testing import CliRunner
 
-from genvdis.data.preprocessing import FeatureLayout
+import genvdis
+from genvdis.cli import app
+from genvdis.config.experiment import load_config
+from genvdis.data.preprocessing import FeatureLayout, prepare
+from genvdis.data.sources import load_data
 from genvdis.errors import UserError
 from genvdis.experiment import scoring as multiclass
 from genvdis.experiment import splits
 from genvdis.experiment.scoring import _count_argmax_errors as count_errors
+from genvdis.experiment.splits import draw_split
 from genvdis.models.lda import LDA, MultiLDA
 from genvdis.models.logistic import _softmax_cg as softmax_cg
 from genvdis.models.logistic import softmax
@@ -41,6 +52,7 @@ from genvdis.models.logistic.softmax import (
 )
 from genvdis.models.logistic_regression import LogisticRegression
 from genvdis.models.naive_bayes import MultiNaiveBayes, NaiveBayes
+from tests.clichecks import assert_user_error
 
 LEVELS = (3, 4, 2)
 
@@ -603,3 +615,264 @@ def test_two_class_sample_draws_a_separating_hyperplane_from_its_stream():
         np.testing.assert_array_equal(d.predict(X[rows]), y[rows])
     np.testing.assert_array_equal(draws[0].coef_, draws[1].coef_)
     assert not np.array_equal(draws[0].coef_, draws[2].coef_)
+
+
+# --- K-class runs end to end: each split's error counts against independent fits ---
+
+
+LABELS = ["10", "2", "3"]  # coded 2 < 3 < 10: '2' is class 0, '3' class 1, '10' class 2
+
+
+def _table(n: int = 120, seed: int = 1) -> pd.DataFrame:
+    """Three classes with numeric labels, two continuous attributes and a discrete one."""
+    rng = np.random.default_rng(seed)
+    label = rng.choice(LABELS, n, p=[0.45, 0.35, 0.2])
+    shift = {"10": 0.0, "2": 1.0, "3": -1.0}
+    return pd.DataFrame(
+        {
+            "x1": np.array([rng.normal(shift[v]) for v in label]).round(3),
+            "x2": (rng.normal(size=n) + (label == "2")).round(3),
+            "colour": np.where(rng.uniform(size=n) < np.where(label == "3", 0.8, 0.3), "r", "b"),
+            "label": label,
+        }
+    )
+
+
+def _coded(table: pd.DataFrame):
+    """The table coded here, without genvdis's preprocessing: continuous columns rescaled to
+    [0, 1] with the table's min and max, the discrete one as 0/1 (its levels sorted), the classes
+    in numeric order."""
+    cont = table[["x1", "x2"]].to_numpy(float)
+    cont = (cont - cont.min(axis=0)) / np.ptp(cont, axis=0)
+    colour = (table["colour"] == "r").to_numpy(int)  # levels b < r
+    y = table["label"].map({"2": 0, "3": 1, "10": 2}).to_numpy()
+    return cont, colour, y
+
+
+def _naive_bayes(cont, colour, y, train, test, K=3):
+    """Gaussians with each feature's variance pooled over the classes (maximum likelihood,
+    + 1e-9 x each feature's own variance over the training rows), Laplace-smoothed (l = 1)
+    counts and prior."""
+    c, d, t = cont[train], colour[train], y[train]
+    mu = np.array([c[t == k].mean(axis=0) for k in range(K)])
+    var = ((c - mu[t]) ** 2).sum(axis=0) / len(t)
+    var = var + 1e-9 * c.var(axis=0)
+    counts = np.bincount(t, minlength=K)
+    scores = -0.5 * (((cont[test, None, :] - mu[None]) ** 2) / var).sum(axis=2)
+    scores += np.log(counts + 1.0)
+    for k in range(K):
+        level = np.array([(d[t == k] == v).sum() for v in (0, 1)])
+        scores[:, k] += np.log((level[colour[test]] + 1.0) / (counts[k] + 2.0))
+    return scores
+
+
+def _lda(cont, colour, y, train, test, K=3, epsilon=1e-4):
+    Z = np.column_stack([cont, colour])
+    Zt, t = Z[train], y[train]
+    mu = np.array([Zt[t == k].mean(axis=0) for k in range(K)])
+    units = np.abs(Zt - mu[t]).max(axis=0)  # epsilon relative to each feature (issue 30)
+    units = np.where(units > 0, units, 1.0)
+    cov = (Zt - mu[t]).T @ (Zt - mu[t]) / len(t) + epsilon * np.diag(units**2)
+    P = np.linalg.inv(cov)
+    prior = np.log(np.bincount(t, minlength=K))
+    return np.column_stack(
+        [Z[test] @ P @ mu[k] - 0.5 * mu[k] @ P @ mu[k] + prior[k] for k in range(K)]
+    )
+
+
+def _ridge(cont, colour, y, train, test, K=3, C=1.0):
+    """Softmax with class 0's weights 0, penalised by |v|^2 / (2C) on every free weight but the
+    intercepts, by L-BFGS."""
+    Z = np.column_stack([cont, colour, np.ones(len(y))])
+    Zt, t, D = Z[train], y[train], Z.shape[1]
+    penalty = np.tile(np.r_[np.ones(D - 1), 0.0], K - 1) / C
+
+    def loss(v):
+        W = np.vstack([np.zeros(D), v.reshape(K - 1, D)])
+        s = Zt @ W.T
+        P = np.exp(s - logsumexp(s, axis=1, keepdims=True))
+        P[np.arange(len(t)), t] -= 1
+        value = (logsumexp(s, axis=1) - s[np.arange(len(t)), t]).sum() + 0.5 * penalty @ v**2
+        return value, (P.T @ Zt)[1:].ravel() + penalty * v
+
+    v = minimize(loss, np.zeros((K - 1) * D), jac=True, method="L-BFGS-B",
+                 options={"gtol": 1e-10, "ftol": 1e-15, "maxiter": 5000}).x  # fmt: skip
+    return Z[test] @ np.vstack([np.zeros(D), v.reshape(K - 1, D)]).T
+
+
+@pytest.mark.slow
+def test_k_class_error_counts_match_independent_fits(tmp_path):
+    """naive Bayes, LDA and (on separable training sets) the ridge fit of multinomial logistic
+    regression: each split's errors in errors.csv are the argmax errors of the model written
+    out here with numpy and scipy, on the same splits."""
+    table = _table()
+    table.to_csv(tmp_path / "three.csv", index=False)
+    config = {
+        "name": "three",
+        "dataset": {"path": str(tmp_path / "three.csv"), "target": "label"},
+        "target": {"classes": "all"},
+        "models": ["naive_bayes", "lda", {"name": "logistic_regression", "separable": "ridge"}],
+        "sizes": [4, 8],
+        "splits": 8,
+    }
+    (tmp_path / "three.yaml").write_text(yaml.safe_dump(config))
+    run = genvdis.run(tmp_path / "three.yaml", out=tmp_path / "out")
+    errors = pd.read_csv(Path(run.path) / "errors.csv")
+    cont, colour, y = _coded(table)
+    checked = {"naive_bayes": 0, "lda": 0, "logistic_regression": 0}
+    for row in errors.itertuples():
+        train, test = draw_split(y, row.m, 0, row.split)
+        if row.model == "logistic_regression" and not row.separable:
+            continue  # the likelihood's fit: its own tests above
+        fit = {"naive_bayes": _naive_bayes, "lda": _lda, "logistic_regression": _ridge}
+        scores = fit[row.model](cont, colour, y, train, test)
+        assert row.errors == (np.argmax(scores, axis=1) != y[test]).sum(), row
+        checked[row.model] += 1
+    assert checked["naive_bayes"] == checked["lda"] == 16 and checked["logistic_regression"] > 4
+
+
+def test_class_groups_with_the_same_name_are_refused(tmp_path):
+    """config.yaml counts each class's rows under its name, a group's labels joined by '+':
+    the groups [a+b] and [a, b] had the one name, and class_counts recorded a single class of
+    60 rows for two classes of 30 and 60."""
+    rows = [("a+b", 0.0), ("a", 1.0), ("b", 2.0)] * 30
+    pd.DataFrame(rows, columns=["label", "x"]).to_csv(tmp_path / "plus.csv", index=False)
+    config = tmp_path / "plus.yaml"
+    config.write_text(
+        "name: plus\ndataset: {path: plus.csv, target: label}\n"
+        'target: {classes: [["a+b"], [a, b]]}\nmodels: [naive_bayes]\nsizes: [5]\nsplits: 3\n'
+    )
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["run", str(config), "--out", str(out), "--quiet"])
+    assert_user_error(result, "plus.yaml", "target.classes", "'a+b'", out=out)
+
+
+# --- K-class targets end to end: a class emptied or alone, runs against direct fits, refusals ---
+
+
+CONFIG = """\
+name: three
+dataset: {path: three.csv, target: label}
+target: {classes: all}
+models: [naive_bayes, lda, {name: logistic_regression, separable: ridge}]
+sizes: [6, 20]
+splits: 6
+block_size: 4
+"""
+
+
+@pytest.fixture
+def three(tmp_path: Path) -> Path:
+    """A 3-class table (labels 'high', 'low', 'mid'), and its config."""
+    rng = np.random.default_rng(0)
+    n = 90
+    x = rng.normal(size=(n, 2))
+    colour = rng.choice(["red", "green"], n)
+    score = np.column_stack([x[:, 0], -x[:, 0], x[:, 1] + (colour == "red")])
+    label = np.array(["high", "low", "mid"])[np.argmax(score + rng.gumbel(size=(n, 3)), axis=1)]
+    pd.DataFrame({"x1": x[:, 0], "x2": x[:, 1], "colour": colour, "label": label}).to_csv(
+        tmp_path / "three.csv", index=False
+    )
+    (tmp_path / "three.yaml").write_text(CONFIG)
+    return tmp_path / "three.yaml"
+
+
+def test_a_class_emptied_by_filtering_is_named(three):
+    """'mid' rows all have a missing attribute: dropped, and the class with them."""
+    table = pd.read_csv(three.parent / "three.csv")
+    table.loc[table.label == "mid", "x1"] = np.nan
+    table.to_csv(three.parent / "three.csv", index=False)
+    config = load_config(three)
+    with pytest.raises(UserError, match=r"^target.classes: class 'mid' is empty after filtering"):
+        prepare(load_data(config, base_dir=three.parent), config)
+
+
+def _run(config: Path, out: Path, *extra: str):
+    return CliRunner().invoke(app, ["run", str(config), "--out", str(out), "--quiet", *extra])
+
+
+def test_a_three_class_run_counts_argmax_errors_split_by_split(three, tmp_path):
+    """Each model's errors.csv count is its own K-class fit on the split's training rows,
+    scored by argmax on every other row; config.yaml counts the classes by name; the bytes do
+    not depend on the block size."""
+    result = _run(three, tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    run_dir = tmp_path / "out" / "three"
+    resolved = yaml.safe_load((run_dir / "config.yaml").read_text())
+    config = load_config(three)
+    data = prepare(load_data(config, base_dir=three.parent), config)
+    assert data.class_names == ["high", "low", "mid"]
+    assert resolved["class_counts"] == dict(
+        zip(data.class_names, np.bincount(data.y).tolist(), strict=True)
+    )
+    errors = pd.read_csv(run_dir / "errors.csv")
+    models = [MultiNaiveBayes(data.layout), MultiLDA(data.layout),
+              MultiLogisticRegression(data.layout, separable="ridge")]  # fmt: skip
+    for m in (6, 20):
+        train = splits.draw_training_block(data.y, m, 0, range(6))
+        for model in models:
+            got = errors[(errors.model == model.name) & (errors.m == m)].errors.to_numpy()
+            for s in range(6):
+                rest = np.setdiff1d(np.arange(len(data.y)), train[s])
+                fitted = model.fit(data.X[train[s]], data.y[train[s]])
+                assert got[s] == (fitted.predict(data.X[rest]) != data.y[rest]).sum()
+    three.write_text(CONFIG.replace("block_size: 4", "block_size: 5"))
+    again = _run(three, tmp_path / "again")
+    assert again.exit_code == 0, again.output
+    assert (tmp_path / "again" / "three" / "errors.csv").read_bytes() == (
+        run_dir / "errors.csv"
+    ).read_bytes()
+
+
+@pytest.mark.parametrize(
+    "replace, fragment",
+    [
+        ({"{name: logistic_regression, separable: ridge}": "logistic_regression"},
+         "separable: sample is for binary targets only (this one has 3 classes)"),
+        ({"sizes: [6, 20]": "sizes: [2, 20]"}, "sizes: m=2 cannot hold one example of each class"),
+    ],
+)  # fmt: skip
+def test_refusals_are_one_line_with_exit_2_before_any_work(three, tmp_path, replace, fragment):
+    text = three.read_text()
+    for old, new in replace.items():
+        text = text.replace(old, new)
+    three.write_text(text)
+    result = _run(three, tmp_path / "out")
+    message = result.stderr.strip()
+    assert result.exit_code == 2 and len(message.splitlines()) == 1, result.output
+    assert message.startswith("error: ") and fragment in message
+    assert not (tmp_path / "out" / "three" / "errors.csv").exists()
+
+
+def test_all_classes_of_a_single_label_are_refused(three):
+    table = pd.read_csv(three.parent / "three.csv")
+    table["label"] = "low"
+    table.to_csv(three.parent / "three.csv", index=False)
+    config = load_config(three)
+    with pytest.raises(UserError, match=r"^target.classes: the data have a single class, 'low'"):
+        prepare(load_data(config, base_dir=three.parent), config)
+
+
+def test_an_estimator_entry_scores_k_classes_on_the_same_splits(three, tmp_path):
+    """A scikit-learn entry beside the K-class built-ins: fitted on the same training rows,
+    its errors are its own predictions' on the rest (GaussianNB needs no random state)."""
+    from sklearn.naive_bayes import GaussianNB
+
+    three.write_text(
+        CONFIG.replace(
+            "models: [naive_bayes, lda, {name: logistic_regression, separable: ridge}]",
+            "attributes: continuous\nmodels: [naive_bayes, "
+            "{name: gnb, estimator: sklearn.naive_bayes.GaussianNB}]",
+        )
+    )
+    result = _run(three, tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    errors = pd.read_csv(tmp_path / "out" / "three" / "errors.csv")
+    config = load_config(three)
+    data = prepare(load_data(config, base_dir=three.parent), config)
+    train = splits.draw_training_block(data.y, 20, 0, range(6))
+    got = errors[(errors.model == "gnb") & (errors.m == 20)].errors.to_numpy()
+    for s in range(6):
+        rest = np.setdiff1d(np.arange(len(data.y)), train[s])
+        fitted = GaussianNB().fit(data.X[train[s]], data.y[train[s]])
+        assert got[s] == (fitted.predict(data.X[rest]) != data.y[rest]).sum()

@@ -37,6 +37,7 @@ from genvdis.report import explorer
 from genvdis.report.markdown import write_report
 from genvdis.store import results, runfiles
 from tests.conftest import REPO
+from tests.learningcurves import CROSS_LR, CROSS_NB, RUN_GRID, explorer_data, write_run
 
 COMMITTED = REPO / "results"
 GRID = [5, 10, 20, 40, 80, 160]
@@ -442,3 +443,26 @@ def test_runs_of_two_files_of_one_name_are_two_panels(tmp_path):
     runfiles.analyse_results(tmp_path, n_boot=50)
     panels = explorer.collect(tmp_path)["panels"]
     assert [[r["id"] for r in p["runs"]] for p in panels] == [["ra"], ["rb", "rc"]]
+
+
+# --- a run comparing several pairs: the page draws the first pair's differences ---
+
+
+def test_the_explorer_draws_the_first_pairs_differences_only(tmp_path):
+    """differences.csv stacks every pair of a run with `compare:`; the explorer drew all its
+    rows as one trace named after the first pair (m running 10..160 then 10..160 again, the
+    second pair's differences shown as the first's)."""
+    curves = {an.NB: CROSS_NB, an.LR: CROSS_LR, "lda": lambda m: 0.18 + 1 / m}
+    compare = [[an.NB, an.LR], ["lda", an.LR]]
+    run = write_run(tmp_path, "three", curves, n_splits=20, compare=compare)
+    write_report(tmp_path)
+    data = explorer_data(tmp_path)
+    diff = data["panels"][0]["runs"][0]["diff"]
+    stacked = pd.read_csv(run / "differences.csv")
+    first = stacked[(stacked["a"] == an.LR) & (stacked["b"] == an.NB)]
+    assert len(stacked) == 2 * len(RUN_GRID)
+    assert (diff["a"], diff["b"]) == (an.LR, an.NB)
+    assert diff["m"] == RUN_GRID
+    assert diff["mean"] == pytest.approx(list(first["mean_diff"]), rel=1e-5)
+    assert diff["lo"] == pytest.approx(list(first["ci_low"]), rel=1e-5)
+    assert diff["n"] == list(first["n_splits"])

@@ -4,7 +4,8 @@ Faults are injected the way machines fail: two runs started into one folder, a k
 the renames of the final commit, checkpoints cut short, edited or replaced by garbage, a full
 disk, a dead parent process. Each ends either in bytes identical to an uninterrupted run's, or
 in one line on stderr and exit code 2, with what was finished kept. Work beyond the hard bounds
-(genvdis.experiment.planning) is refused at once, naming the bound and --force.
+(genvdis.experiment.planning) is refused at once, naming the bound and --force. Plot, report
+and reruns working on one folder at once neither mix two runs nor leave a partial file.
 
 All data is a small CSV written here (no UCI files), 2 sizes x 4 blocks of 3 splits.
 """
@@ -33,6 +34,7 @@ from typer.testing import CliRunner
 import genvdis
 from genvdis.cli import app
 from genvdis.config.experiment import load_config
+from genvdis.errors import UserError
 from genvdis.experiment import parallel as backends
 from genvdis.experiment import planning
 from genvdis.store import lock as runlock
@@ -809,3 +811,148 @@ def test_a_data_file_written_while_it_is_read_is_refused(tmp_path, monkeypatch):
     assert (tmp_path / "out/own/errors.csv").read_bytes() == (
         tmp_path / "fresh/own/errors.csv"
     ).read_bytes()
+
+
+# --- plot, report and reruns at once on one folder, stopped or unable to write ---
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory, write_toy, toy_config) -> Path:
+    """A finished run of toy.csv (8 splits, 3 sizes): `<folder>/out/toy/`."""
+    folder = tmp_path_factory.mktemp("finished")
+    config = write_toy(folder, toy_config("sizes: [10, 20, 40]", "splits: 8"), "toy.yaml")
+    genvdis.run(config, out=folder / "out")
+    return folder / "out"
+
+
+def _invoke(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, [str(a) for a in args])
+    return result.exit_code, result.stderr
+
+
+class _Stopped(BaseException):
+    """Ctrl-C, or a kill, at this point."""
+
+
+def test_a_plot_stopped_while_it_writes_a_figure_leaves_the_earlier_one_whole(
+    finished, tmp_path, monkeypatch
+):
+    """A plot interrupted (Ctrl-C) while matplotlib wrote toy.pdf left the first bytes of it
+    in place of the figure an earlier plot had drawn (and REPORT.md links the figures as
+    they are); now each figure is drawn in memory and renamed into place whole."""
+    from matplotlib.backends import backend_pdf
+
+    out = tmp_path / "out"
+    shutil.copytree(finished, out)
+    assert _invoke("plot", out)[0] == 0
+    before = (out / "toy" / "toy.pdf").read_bytes()
+
+    def stopped(self):  # the PDF's objects are written, its cross-reference table is next
+        raise _Stopped
+
+    monkeypatch.setattr(backend_pdf.PdfFile, "writeXref", stopped)
+    with pytest.raises(_Stopped):
+        genvdis.report.plotting.plot_folders([out])
+    assert (out / "toy" / "toy.pdf").read_bytes() == before
+    assert not [p.name for p in (out / "toy").iterdir() if p.name.endswith(".tmp")]
+
+
+@pytest.mark.parametrize(
+    ("command", "in_the_way", "message"),
+    [
+        ("plot", "toy/toy.png", "toy.png in {out}/toy: toy.png"),
+        ("report", "toy/fits.csv", "the analysis in {out}/toy: fits.csv"),
+        ("report", "analysis.csv", "the analysis in {out}: analysis.csv"),
+        ("report", "REPORT.md", "the report in {out}: REPORT.md"),
+    ],
+)
+def test_plot_and_report_that_cannot_write_a_file_say_so_in_one_line(
+    finished, tmp_path, command, in_the_way, message
+):
+    """A figure, an analysis table or the report that cannot be written (here a folder is in
+    its place; a full disk or a read-only folder alike) was an internal error, exit 1; now one
+    line names the folder and the file, exit 2, and no temporary file is left."""
+    out = tmp_path / "out"
+    shutil.copytree(finished, out)
+    (out / in_the_way).mkdir()
+    code, stderr = _invoke(command, out)
+    then = "is a directory; fix this, then rerun the same command"
+    assert (code, stderr) == (2, f"error: cannot write {message.format(out=out)}: {then}\n")
+    assert not list(out.rglob("*.tmp"))
+
+
+def test_a_rerun_committing_while_report_reads_errors_csv_is_not_passed_off(
+    finished, tmp_path, monkeypatch, write_toy, toy_config
+):
+    """report (or plot) reads a run's errors.csv, then checks the file against manifest.json.
+    A rerun (another seed) that committed in between made the check hash the new file against
+    the new manifest, so the earlier run's numbers were analysed as the folder's, exit 0. Now
+    the bytes checked are the bytes read: refused in one line, saying to run it again."""
+    from genvdis.store import runfiles
+
+    out = tmp_path / "out"
+    shutil.copytree(finished, out)
+    config = write_toy(tmp_path, toy_config("sizes: [10, 20, 40]", "splits: 8"), "toy.yaml")
+    check = runfiles.check_manifest
+
+    def rerun_then_check(path, *args):
+        monkeypatch.setattr(runfiles, "check_manifest", check)
+        genvdis.run(config, seed=1, out=out)
+        check(path, *args)
+
+    monkeypatch.setattr(runfiles, "check_manifest", rerun_then_check)
+    with pytest.raises(UserError) as error:
+        runfiles.read_errors(out / "toy")
+    assert str(error.value) == (
+        f"{out / 'toy' / 'errors.csv'}: a run wrote its folder while it was read; run this "
+        "command again (once no run writes there)"
+    )
+    assert runfiles.read_errors(out / "toy")["error"].equals(
+        pd.read_csv(out / "toy" / "errors.csv")["error"]
+    )
+
+
+def test_plot_while_a_run_commits_into_the_folder_says_to_wait_not_to_rerun_it(finished, tmp_path):
+    """plot or report during a run's commit found its mark (.committing) and said 'its last
+    run was stopped while writing its results ... rerun that run', of a run that was not
+    stopped; now, while a run holds the folder, they say a run is writing it."""
+    out = tmp_path / "out"
+    shutil.copytree(finished, out)
+    run_dir = out / "toy"
+    (run_dir / results.COMMITTING).write_text("")
+    with runlock.hold(run_dir):  # the run, committing
+        code, stderr = _invoke("plot", out)
+    assert (code, stderr) == (
+        2,
+        f"error: {run_dir}: a run is writing its results now; run this command again when it "
+        "has finished\n",
+    )
+    code, stderr = _invoke("report", out)  # no run holds it: one was stopped in its commit
+    assert code == 2 and "its last run was stopped while writing its results" in stderr
+
+
+def test_a_rerun_committing_while_report_works_is_not_mixed_into_the_explorer(
+    finished, tmp_path, monkeypatch, write_toy, toy_config
+):
+    """report analyses each run, then builds explorer.html from the runs' summary.csv and that
+    analysis. A rerun (another seed) that committed in between gave a page with one run's
+    curves and the other's differences and verdict, exit 0. Now the page checks the analysis
+    against the summary it draws for every run: refused in one line saying to analyse again."""
+    from genvdis.report import markdown as report
+
+    out = tmp_path / "out"
+    shutil.copytree(finished, out)
+    config = write_toy(tmp_path, toy_config("sizes: [10, 20, 40]", "splits: 8"), "toy.yaml")
+    write = report.write_explorer
+
+    def rerun_then_write(folder, *args):
+        genvdis.run(config, seed=1, out=out)
+        return write(folder, *args)
+
+    monkeypatch.setattr(report, "write_explorer", rerun_then_write)
+    code, stderr = _invoke("report", out, "--boot", "100")  # the rerun logs its lines first
+    assert (code, stderr.splitlines()[-1]) == (
+        2,
+        f"error: {out / 'toy' / 'differences.csv'}: not the analysis of this run's summary.csv "
+        f"(the run was rerun after it was analysed); analyse it again with `genvdis report {out}`",
+    )

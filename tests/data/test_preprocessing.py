@@ -1,10 +1,9 @@
-"""A user's own table, read as numbers: edge cases of the file, the target and missing values
-that once gave a wrong result with exit code 0 (or an unclear error). Every table is a tiny
-file written here."""
+"""Preprocessing (genvdis/data/preprocessing.py): a table read as numbers and labels, its target
+and attribute kinds, missing values and levels, each case a tiny file written here; `genvdis
+init` infers the same kinds as a run."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +14,8 @@ from typer.testing import CliRunner
 
 from genvdis.cli import app
 from genvdis.config.experiment import parse_config
-from genvdis.data.preprocessing import PreparedData, prepare, read_numbers
+from genvdis.config.sections import TargetSpec
+from genvdis.data.preprocessing import PreparedData, make_labels, prepare, read_numbers
 from genvdis.data.sources import load_data
 from genvdis.errors import UserError
 
@@ -33,8 +33,6 @@ def config(target: str = '{positive: ["yes"]}', *extra: str) -> str:
          "sizes: [2]", *extra]
     ) + "\n"  # fmt: skip
 
-
-# --- numbers and labels read as what they are (issue 30 §4) ------------------------------------
 
 SPELT = "a,label\n" + "".join(
     f"{i * 0.37:.2f},{('1' if i % 4 == 0 else '1.0') if i % 2 == 0 else '0'}\n" for i in range(80)
@@ -138,6 +136,8 @@ def test_init_and_run_infer_the_same_kinds(tmp_path):
 DECIMAL_COMMA = "x,d,label\n" + "".join(
     f'{i * 0.37:.2f},"{i % 13},{i % 7}5",{"yes" if i % 2 else "no"}\n' for i in range(40)
 )
+
+
 AMBIGUOUS = "x,d,label\n" + "".join(
     f'{i * 0.37:.2f},"{i + 1},{i * 37 % 1000:03d}",{"yes" if i % 2 else "no"}\n' for i in range(40)
 )
@@ -201,9 +201,6 @@ def test_a_threshold_target_reads_thousands_separators_and_refuses_decimal_comma
         prepared(tmp_path, "a,label\n" + rows, config('{threshold: {op: ">", value: 5}}'))
 
 
-# --- missing-value tokens with spaces around them --------------------------------------------
-
-
 def test_a_missing_token_with_a_trailing_space_is_missing(tmp_path):
     """'? ' is '?' once stripped: missing, never a level '?' or a label '?' (which, with
     `positive` alone, was counted in the negative class)."""
@@ -220,8 +217,6 @@ def test_a_quoted_blank_cell_is_missing(tmp_path):
     data = prepared(tmp_path, csv, config('{positive: ["yes"]}', "missing: category"))
     assert data.level_names["b"] == ["?", "x", "y"]
 
-
-# --- target labels ----------------------------------------------------------------------------
 
 THREE = "a,b,label\n1,x,yes\n2,y,no\n3,x,yes\n4,y,no\n5,x,maybe\n6,y,maybe\n"
 
@@ -246,8 +241,6 @@ def test_negative_labels_that_occur_keep_their_rows(tmp_path):
     data = prepared(tmp_path, THREE, config('{positive: ["yes"], negative: ["no", "maybe"]}'))
     assert data.class_counts == (4, 2)
 
-
-# --- a target column that is also an attribute -----------------------------------------------
 
 LEAK = "x,grp,label\n" + "".join(f"{i % 7},{'abc'[i % 3]},{'yes' if i % 2 else 'no'}\n"
                                  for i in range(30))  # fmt: skip
@@ -300,112 +293,6 @@ def test_a_threshold_target_with_text_is_refused(tmp_path):
     assert data.class_counts == (3, 2)
 
 
-# --- the dataset: mapping's errors name its own fields ----------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("dataset", "words"),
-    [
-        # each was "dataset.synthetic: Field required (and 7 more problems)"
-        ("{url: 'https://host/a.csv', target: label}", "dataset: a 'url' needs its 'sha256'"),
-        ("{path: a.csv, url: 'https://host/a.csv', target: label}", "dataset: give exactly one"),
-        ("{path: , target: label}", "dataset: give exactly one of 'path' or 'url'"),
-        ("{path: a.csv, target: label, header: 'no'}", "dataset.header: Input should be a valid"),
-        ("{file: a.csv, target: label}", "dataset.file: unknown key"),
-    ],
-)
-def test_a_file_dataset_error_names_its_field(tmp_path, dataset, words):
-    (tmp_path / "c.yaml").write_text(config().replace("{path: data.csv, target: label}", dataset))
-    result = CliRunner().invoke(app, ["validate", str(tmp_path / "c.yaml")])
-    assert result.exit_code == 2
-    assert words in result.output and "synthetic" not in result.output, result.output
-
-
-# --- a file pandas reads as compressed by its name ----------------------------------------------
-
-
-def _zip(path: Path, members: int) -> None:
-    import zipfile
-
-    with zipfile.ZipFile(path, "w") as archive:
-        for i in range(members):
-            archive.writestr(f"part{i}.csv", THREE)
-
-
-def _gzip_cut() -> bytes:
-    """A gzip file cut in the middle."""
-    import gzip
-
-    rows = "".join(f"{i},{i % 3},no\n" for i in range(999))
-    packed = gzip.compress(("a,b,label\n" + rows).encode())
-    return packed[: len(packed) // 2]
-
-
-@pytest.mark.parametrize(
-    ("name", "write"),
-    [
-        ("two.zip", lambda path: _zip(path, 2)),
-        ("none.zip", lambda path: _zip(path, 0)),
-        ("plain.csv.gz", lambda path: path.write_text(THREE)),
-        ("plain.csv.bz2", lambda path: path.write_text(THREE)),
-        ("plain.csv.xz", lambda path: path.write_text(THREE)),
-        ("plain.csv.tar", lambda path: path.write_text(THREE)),
-        (
-            "cut.csv.gz",
-            lambda path: path.write_bytes(_gzip_cut()),
-        ),
-    ],
-)
-def test_a_damaged_compressed_file_is_a_user_error(tmp_path, name, write):
-    """Each was 'internal error: ...' with exit 1 (BadGzipFile, LZMAError, tarfile's
-    ReadError, EOFError, pandas' ValueError for a zip of two files)."""
-    write(tmp_path / name)
-    text = config().replace("data.csv", name)
-    (tmp_path / "c.yaml").write_text(text)
-    result = CliRunner().invoke(app, ["run", str(tmp_path / "c.yaml"), "--out", str(tmp_path)])
-    assert result.exit_code == 2, result.output
-    line = result.output.strip().splitlines()[-1]
-    assert line.startswith("error: ") and f"{name}: cannot be read as a table" in line, line
-    assert "compressed" in line or "archive" in line, line
-
-
-def test_a_folder_is_not_called_missing(tmp_path):
-    (tmp_path / "data.csv").mkdir()
-    parsed = parse_config(yaml.safe_load(config()), "config.yaml")
-    with pytest.raises(UserError, match=r"dataset.path: data.csv is a folder; give the table's"):
-        prepare(load_data(parsed, tmp_path), parsed)
-
-
-@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
-def test_a_named_pipe_as_the_data_path_is_the_same_error_to_validate_and_run(tmp_path):
-    """A FIFO was 'not found' to `run` but ok to `validate`; now both say, in the same words,
-    that it is not a regular file, and neither opens it (which would wait for a writer)."""
-    os.mkfifo(tmp_path / "data.csv")
-    (tmp_path / "c.yaml").write_text(config())
-    lines = []
-    for args in (["validate", "c.yaml"], ["run", "c.yaml", "--out", "out", "-q"]):
-        result = CliRunner().invoke(app, [args[0], str(tmp_path / args[1]), *args[2:]])
-        assert result.exit_code == 2, result.output
-        lines.append(result.output.strip().splitlines()[-1].split("dataset.path: ", 1)[-1])
-    assert lines[0] == lines[1], lines
-    assert "data.csv" in lines[0] and "not a regular file" in lines[0], lines[0]
-
-
-def test_a_data_path_that_cannot_be_looked_at_is_a_user_error(tmp_path, monkeypatch):
-    """A folder on the way that cannot be searched (here faked: tests may run as root)."""
-    from genvdis.config.sections import FileDataset
-    from genvdis.data.sources import table_path
-
-    def denied(self, **_):
-        raise PermissionError(13, "Permission denied")
-
-    monkeypatch.setattr(Path, "stat", denied)
-    with pytest.raises(UserError, match=r"^dataset.path: locked/data.csv: Permission denied$"):
-        table_path(FileDataset(path="locked/data.csv", target="y"), tmp_path)
-
-
-# --- a column of numbers with a few text cells --------------------------------------------------
-
 MOSTLY_NUMBERS = "x1,x2,label\n" + "".join(
     f"{i * 0.37:.2f},{'unknown' if i % 9 == 4 else f'{i * 1.3:.1f}'},{'yes' if i % 2 else 'no'}\n"
     for i in range(40)
@@ -457,45 +344,9 @@ def test_numbers_with_text_cells_in_a_column_not_used_are_no_error(tmp_path):
     assert data.feature_names == ["x1"] and data.n_rows == 40
 
 
-# --- genvdis init's output --------------------------------------------------------------------
-
-
-def test_init_output_that_is_a_folder_is_a_user_error(tmp_path):
-    """--output naming a folder (with --force) was 'internal error: IsADirectoryError', exit 1."""
-    (tmp_path / "data.csv").write_text(
-        THREE * 1 + "".join(f"{i},x,yes\n{i},y,no\n" for i in range(9))
-    )
-    (tmp_path / "out").mkdir()
-    args = [
-        "init",
-        str(tmp_path / "data.csv"),
-        "--target",
-        "label",
-        "--output",
-        str(tmp_path / "out"),
-    ]
-    result = CliRunner().invoke(app, [*args, "--force"])
-    assert result.exit_code == 2, result.output
-    assert "--output" in result.output and "is a folder" in result.output, result.output
-    assert (tmp_path / "out").is_dir()
-
-
-def test_init_output_that_cannot_be_written_is_a_user_error(tmp_path):
-    (tmp_path / "data.csv").write_text("".join(f"{i},x,yes\n{i},y,no\n" for i in range(9)))
-    (tmp_path / "data.csv").write_text("a,b,label\n" + (tmp_path / "data.csv").read_text())
-    out = tmp_path / "data.csv" / "c.yaml"  # under a file
-    args = ["init", str(tmp_path / "data.csv"), "--target", "label", "--output", str(out)]
-    result = CliRunner().invoke(app, args)
-    assert result.exit_code == 2, result.output
-    assert "--output: cannot write" in result.output, result.output
-
-
 def test_the_dataset_target_listed_in_attributes_is_named_as_the_target(tmp_path):
     with pytest.raises(UserError, match=r"attributes: 'label' is the dataset's label column"):
         prepared(tmp_path, THREE, config('{positive: ["yes"]}', "attributes: [a, label]"))
-
-
-# --- issue 30: second adversarial pass ----------------------------------------------------------
 
 
 def test_missing_cells_are_a_level_apart_from_a_real_question_mark(tmp_path):
@@ -578,3 +429,22 @@ def test_a_numeric_missing_token_matches_the_number_however_written(tmp_path):
     plain = prepared(tmp_path / "plain", "a,label\n" + "\n".join(kept) + "\n", listed)
     assert data.n_rows == 36
     np.testing.assert_array_equal(data.X, plain.X)
+
+
+# --- K-class labels: codes in numeric or text order, groups merged ---
+
+
+def test_all_classes_are_coded_in_numeric_order_or_text_order():
+    numbers = pd.Series(["10", " 9", "2", None, "9"])
+    codes = make_labels(numbers, TargetSpec(classes="all"))
+    np.testing.assert_array_equal(codes.to_numpy(), [2, 1, 0, np.nan, 1])
+    words = pd.Series(["b", "a", "10", "c"])
+    np.testing.assert_array_equal(make_labels(words, TargetSpec(classes="all")), [2, 1, 0, 3])
+
+
+def test_groups_merge_labels_and_drop_the_rest():
+    labels = pd.Series(["a", "b", "c", "d", "a"])
+    codes = make_labels(labels, TargetSpec(classes=[["c"], ["a", "b"]]))
+    np.testing.assert_array_equal(codes, [1, 1, 0, np.nan, 1])
+    with pytest.raises(UserError, match=r"^target.classes: label 'z' does not occur"):
+        make_labels(labels, TargetSpec(classes=[["a"], ["z"]]))
