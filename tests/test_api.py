@@ -259,8 +259,9 @@ def test_the_usage_snippet_runs(tmp_path, monkeypatch, mirror_env):
     ],
 )
 def test_api_arguments_of_a_wrong_type_are_one_line_errors(call, message, tmp_path, monkeypatch):
-    """Before: force="no" ran as force=True; progress=True, allow_imports=[5], sweep([]) and an
-    unknown sweep option were tracebacks (TypeError, AttributeError, ValueError)."""
+    """Each argument is checked once, by type: force="no" must not run as force=True, and
+    progress=True, allow_imports=[5], sweep([]) or an unknown sweep option must not reach a
+    traceback (TypeError, AttributeError, ValueError)."""
     monkeypatch.chdir(tmp_path)
     with pytest.raises(genvdis.UserError, match=message) as caught:
         call()
@@ -269,7 +270,8 @@ def test_api_arguments_of_a_wrong_type_are_one_line_errors(call, message, tmp_pa
 
 
 def test_numpy_integers_and_bools_are_taken_as_python_ones(tmp_path, write_toy, toy_config):
-    """Before: splits=np.int64(2) and jobs=np.int64(1) were refused."""
+    """A notebook's numbers are often numpy's: splits=np.int64(2) and jobs=np.int64(1) are
+    taken as the ints they are."""
     config = write_toy(tmp_path / "cfg", toy_config("sizes: [10, 20]"))
     res = genvdis.run(
         config, splits=np.int64(2), seed=np.int32(3), jobs=np.int64(1), force=np.bool_(False),
@@ -279,8 +281,8 @@ def test_numpy_integers_and_bools_are_taken_as_python_ones(tmp_path, write_toy, 
 
 
 def test_a_lone_string_is_one_config_or_one_vary_item(tmp_path, write_toy, toy_config):
-    """Before: vary="split=random" was read letter by letter ('--vary s: write KEY=V1,V2'),
-    and validate("pima") as the configs 'p', 'i', 'm', 'a'."""
+    """A string is a sequence: vary="split=random" must not be read letter by letter ('--vary
+    s: write KEY=V1,V2'), nor validate("pima") as the configs 'p', 'i', 'm', 'a'."""
     config = write_toy(tmp_path / "cfg", toy_config("sizes: [10, 20]"))
     table = genvdis.sweep(config, vary="split=random", splits=2, out=tmp_path / "out")
     assert list(table["variant"]) == ["baseline", "split=random"]
@@ -448,8 +450,8 @@ def test_one_model_given_is_compared_with_the_other(toy_run):
     ],
 )
 def test_bad_statistics_options_are_user_errors(toy_run, call, message):
-    """Before: an empty table (a misspelt model), zeros (a model against itself), intervals
-    of NaN (level=95) or None (n_boot=0), or a traceback."""
+    """Each is one line naming the option, not an empty table (a misspelt model), zeros (a
+    model against itself), intervals of NaN (level=95) or None (n_boot=0), or a traceback."""
     with pytest.raises(genvdis.UserError, match=message):
         call(toy_run)
 

@@ -468,9 +468,9 @@ def test_plot_and_report_refuse_numbers_changed_since_the_run(work, tiny, comman
 
 
 def test_init_proposes_no_m_that_takes_every_row_of_the_smaller_class(tmp_path):
-    """2 positives in 60 rows: init proposed sizes [30, 45], and at m = 45 both positives were
-    in every stratified training set. The top is now 44, and the written config validates
-    against its table."""
+    """2 positives in 60 rows: at m = 45 both positives would be in every stratified training
+    set, leaving test sets without one. init's sizes stop at 44, and the written config
+    validates against its table."""
     rows = "".join(f"{i * 0.37:.2f},{i % 7},{'p' if i in (3, 40) else 'n'}\n" for i in range(60))
     (tmp_path / "rare.csv").write_text("a,b,y\n" + rows)
     result = invoke("init", str(tmp_path / "rare.csv"), "--target", "y", "--positive", "p",

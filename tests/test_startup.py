@@ -180,7 +180,7 @@ def test_threads_importing_scipy_special_during_the_load_beside_get_the_real_pac
 @pytest.mark.slow
 def test_every_blas_the_kernels_call_runs_on_one_thread(tmp_path, write_toy, toy_config):
     """numba's np.dot goes through scipy's own OpenBLAS, loaded lazily on the first kernel call:
-    it must still be limited to one thread (deterministic BLAS, no oversubscription), now that
+    it must be limited to one thread (deterministic BLAS, no oversubscription) though
     nothing imports scipy.linalg before the run. Checked inside the first block of a toy run."""
     config = write_toy(tmp_path / "cfg", toy_config("sizes: [10, 20]"))
     run = ["run", str(config), "--splits", "3", "--out", str(tmp_path / "out"), "-q"]

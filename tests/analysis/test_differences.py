@@ -255,8 +255,9 @@ def test_the_all_panels_row_shows_the_errors_of_the_pair_it_compares(tmp_path):
 def test_a_verdict_on_a_pair_in_other_roles_names_the_better_model(tmp_path):
     """`compare: [[logistic_regression, naive_bayes]]` with logistic regression better at every
     m: analysis.csv keeps the verdict in the paper's roles ("NB" = the pair's first model, here
-    LR), and the report and the explorer printed that as it is: "NB better throughout", beside
-    a table saying "logistic_regression better" at every m. They now name the model."""
+    LR); the report and the explorer must name the better model ("logistic_regression better"),
+    never print those roles as they are ("NB better throughout") beside a table that says the
+    opposite."""
     curves = {an.NB: CROSS_NB, an.LR: lambda m: 0.15}
     write_run(tmp_path, "reversed", curves, n_splits=20, compare=[[an.LR, an.NB]])
     write_report(tmp_path)
@@ -303,11 +304,10 @@ def test_an_lda_run_without_naive_bayes_is_not_called_nb_better(tmp_path):
     ],
 )
 def test_a_compare_edited_into_config_yaml_is_checked_as_a_configs(tmp_path, compare, message):
-    """config.yaml's `compare:` may be edited after a run (it changes no number of the run);
-    an edited pair naming a model the run does not have was dropped without a word, so a
-    run of naive Bayes and LR whose only pair had a typo got 'no generative/discriminative
-    pair: verdict n/a', exit 0; a malformed one fell back to the default pairs. Now the
-    report stops with the config's own message, naming the file."""
+    """config.yaml's `compare:` may be edited after a run (it changes no number of the run), so
+    the report checks it as a config's: a pair naming a model the run does not have, or a
+    malformed one, stops the report with the config's own message naming the file, rather
+    than being dropped (a verdict of 'n/a' with exit 0) or replaced by the default pairs."""
     run = write_run(tmp_path, "edited", {an.NB: CROSS_NB, an.LR: CROSS_LR}, n_splits=5)
     config = yaml.safe_load((run / "config.yaml").read_text())
     (run / "config.yaml").write_text(yaml.safe_dump({**config, "compare": compare}))

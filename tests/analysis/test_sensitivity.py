@@ -24,8 +24,8 @@ def _rows(name: str) -> pd.DataFrame:
 
 def test_two_sweeps_updating_sensitivity_csv_at_once_keep_both_panels(tmp_path, monkeypatch):
     """Two sweeps of different panels into one --out finish together: each reads
-    sensitivity.csv, adds its rows and writes it back. Unlocked, the second writer dropped the
-    first one's rows (exit 0); now the update is one at a time and both panels are kept."""
+    sensitivity.csv, adds its rows and writes it back. Unless the updates are one at a time,
+    the second writer drops the first one's rows with exit 0: both panels must be kept."""
     write = results.atomic_write_csv
     other: list[threading.Thread] = []
 

@@ -92,7 +92,8 @@ def test_a_curve_of_one_split_per_m_has_no_significant_shape_finding(tmp_path):
 
 
 def test_a_rise_with_many_splits_is_still_found_and_its_p_unchanged():
-    """The fix for one split leaves the tests of curves with splits as they were."""
+    """The control for the test above: a curve with many splits still has its rise found, with
+    the p-value its contrast gives."""
     curves = an.model_curves(run_errors({an.NB: RISING}, n_splits=30))
     table = shape.shape_tests(curves)
     assert shape.flags(table, an.NB, shape.RISE) == "20→40"

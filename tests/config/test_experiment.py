@@ -307,8 +307,8 @@ def test_a_key_two_merged_mappings_both_give_is_refused(tmp_path, toy_config, wr
 
 def test_a_run_says_which_settings_change_nothing(tmp_path, toy_config, write_toy):
     """`C: 5` under `separable: sample` (C is the ridge rule's) and `bins: 7` without
-    `discretize` were ignored without a word. They still run (a sweep varies them on purpose),
-    with the same bytes, and the run now says so, naming each field."""
+    `discretize` change nothing. They run (a sweep varies them on purpose), with the same
+    bytes, and the run says so, naming each field, so that no setting is ignored unseen."""
     models = "models: [naive_bayes, {name: logistic_regression, C: 5, mcmc_iterations: 30}]"
     text = toy_config(*TINY, models, "preprocessing: {bins: 7, strategy: quantile}")
     result = invoke("run", str(write_toy(tmp_path / "a", text)), "--out", str(tmp_path / "a"))

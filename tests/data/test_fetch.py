@@ -179,9 +179,9 @@ def _invoke(*args: str) -> tuple[int, str]:
 def test_a_data_cache_that_is_a_file_is_said_so_not_blamed_on_the_network(
     tmp_path, monkeypatch, toy_csv
 ):
-    """GENVDIS_DATA naming a file (or a file where a dataset's subfolder goes): the download
-    failed on NotADirectoryError and the message said 'could not download it ... check the
-    network'; now it names the cache and the file in its path."""
+    """GENVDIS_DATA naming a file (or a file where a dataset's subfolder goes): the one line
+    names the cache and the file in its path, not the network (NotADirectoryError is no
+    download failure, and 'check the network' would send the user the wrong way)."""
     cache = tmp_path / "cache"
     cache.write_text("not a folder\n")
     monkeypatch.setenv("GENVDIS_DATA", str(cache))

@@ -414,8 +414,8 @@ def test_impute_breaks_a_tie_as_before(tmp_path):
 
 
 def test_a_numeric_missing_token_matches_the_number_however_written(tmp_path):
-    """`missing_values: ["-999"]` left '-999.0' a value: a continuous column rescaled under
-    it, exit 0. Now those rows are dropped as the ones written '-999' are."""
+    """`missing_values: ["-999"]` names a number: rows holding '-999.0' are dropped as the
+    ones written '-999' are, not kept as a value that a continuous column is rescaled under."""
     rows = [f"{i * 0.37:.2f},{'yes' if i % 2 else 'no'}" for i in range(40)]
     text = "a,label\n" + "\n".join(rows) + "\n"
     listed = config().replace("target: label}", 'target: label, missing_values: ["-999"]}')

@@ -295,8 +295,8 @@ def test_a_folder_is_not_called_missing(tmp_path):
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
 def test_a_named_pipe_as_the_data_path_is_the_same_error_to_validate_and_run(tmp_path):
-    """A FIFO was 'not found' to `run` but ok to `validate`; now both say, in the same words,
-    that it is not a regular file, and neither opens it (which would wait for a writer)."""
+    """A FIFO: `run` and `validate` both say, in the same words, that it is not a regular
+    file (not that it is missing), and neither opens it (which would wait for a writer)."""
     os.mkfifo(tmp_path / "data.csv")
     (tmp_path / "c.yaml").write_text(config())
     lines = []

@@ -268,9 +268,9 @@ def test_a_rerun_killed_in_its_commit_leaves_a_folder_plot_and_report_refuse(
 ):
     """A finished run (seed 2), then a --seed 1 rerun killed just after renaming its new
     errors.csv (or summary.csv) into place: the folder holds seed 1's errors.csv beside seed 2's
-    config.yaml. report used to analyse that mix with exit 0 (the manifest, which would have
-    caught it, is removed first); now plot, report and the API refuse in one line naming the
-    folder, and rerunning the command finishes it."""
+    config.yaml, and no manifest (the commit removes it first, so it cannot catch the mix).
+    plot, report and the API must refuse that mix in one line naming the folder, not analyse
+    it, and rerunning the command finishes it."""
     assert _invoke("run", "own.yaml", "--out", "out", "-q") == (0, "")
     rename = os.replace
 
@@ -303,7 +303,8 @@ def test_the_explorer_refuses_a_nested_runs_analysis_made_before_that_run_was_re
     """out/examples/own analysed (`genvdis report out/examples`), then rerun with another seed:
     its differences.csv and out/examples/analysis.csv still describe the old seed. The
     explorer of out (written by `genvdis report out`, which analyses out's own runs only)
-    used to draw the new curves beside the old differences and verdict, exit 0."""
+    must refuse that analysis, not draw the new curves beside the old differences and
+    verdict."""
     assert _invoke("run", "own.yaml", "--out", "out", "-q") == (0, "")
     assert _invoke("run", "own.yaml", "--out", "out/examples", "-q") == (0, "")
     assert _invoke("report", "out/examples")[0] == 0
@@ -338,8 +339,8 @@ def test_the_explorer_refuses_a_variants_analysis_made_before_the_sweep_was_reru
 def test_the_stability_table_refuses_rows_an_unfinished_later_sweep_has_outdated(work, monkeypatch):
     """A sweep (seed 2), then the same sweep with --seed 5 stopped after its baseline ran:
     variants/baseline holds seed 5's run while sensitivity.csv still holds seed 2's rows
-    (written when a panel's sweep ends). The report's stability table used to show those rows
-    with exit 0; now it names the row and the folder, and rerunning the sweep mends it."""
+    (written when a panel's sweep ends). The report's stability table must not show those
+    rows: it names the row and the folder, and rerunning the sweep mends it."""
     from genvdis.experiment import engine
 
     sweep = ["sweep", "own.yaml", "--vary", "split=random", "--out", "out", "-q"]

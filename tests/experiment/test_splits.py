@@ -247,9 +247,9 @@ def test_check_size_names_a_class_by_its_name():
 @pytest.mark.parametrize("test", ["rest", 8])
 @pytest.mark.parametrize("m", [50, 4990])
 def test_random_splits_with_rare_classes_end_and_hold_every_class_in_both_sets(m, test):
-    """Three two-row classes among 5000 rows: the rejection loop alone took ~127,000 draws a
-    split at m = 50 (and forever with one-row classes); at m = 4990 it left test sets without
-    a class. Now every training and every test set holds each class, in bounded time."""
+    """Three two-row classes among 5000 rows: every training and every test set holds each
+    class, in bounded time. A rejection loop alone would take ~127,000 draws a split at
+    m = 50 (forever with one-row classes), and at m = 4990 leave test sets without a class."""
     train, rows = splits._draw(FIVE_RARE, m, 3, range(40), "random", test)
     for s in range(40):
         test_rows = np.setdiff1d(np.arange(FIVE_RARE.size), train[s]) if test == "rest" else rows[s]

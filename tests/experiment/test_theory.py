@@ -433,9 +433,9 @@ def test_a_run_and_a_theory_of_one_name_are_refused_in_either_order(
 
 @pytest.mark.slow
 def test_an_ns_errors_are_read_through_the_runs_check(first, tmp_path, monkeypatch):
-    """theory read each n's errors.csv as it was, after deciding the n's run was up to date:
-    a file replaced in between gave m* of numbers that are not the run's. Now the bytes read
-    are the bytes checked against the n's manifest, as every reader of a run does."""
+    """theory reads each n's errors.csv after deciding the n's run is up to date: the bytes
+    read must be the bytes checked against the n's manifest, as every reader of a run does,
+    or a file replaced in between gives m* of numbers that are not the run's."""
     out = _copy(first, tmp_path)
     errors = out / "mini" / "n3" / "errors.csv"
     lines = errors.read_text().splitlines(keepends=True)

@@ -611,9 +611,9 @@ def test_a_loader_that_is_not_a_bundled_table_is_refused(tmp_path, loader, messa
 
 def test_an_estimator_from_base_estimator_alone_runs_end_to_end(tmp_path, toy_config, write_toy,
                                                                 user_package):  # fmt: skip
-    """Before: refused with AttributeError: 'MyNB' object has no attribute
-    '_parameter_constraints' (its params were checked by scikit-learn's private
-    _validate_params). Its numbers are a hand-written loop's on the same splits."""
+    """A classifier built on BaseEstimator alone has no '_parameter_constraints', so its params
+    cannot go through scikit-learn's private _validate_params: it runs, and its numbers are a
+    hand-written loop's on the same splits."""
     entry = "{name: mine, estimator: userpkg.MyNB, params: {alpha: 0.5}}"
     config = write_toy(tmp_path, toy_config(*GRID, f"models: [naive_bayes, {entry}]"))
     result = invoke("run", config, "--out", tmp_path / "out", "--allow-import", "userpkg", "-q")
@@ -648,8 +648,8 @@ CNB = "{name: cnb, estimator: sklearn.naive_bayes.CategoricalNB, encoding: ordin
 
 def test_categorical_nb_on_continuous_attributes_is_refused_naming_it(tmp_path, toy_config,
                                                                       write_toy):  # fmt: skip
-    """Before: the run stopped with scikit-learn's IndexError (index 1 is out of bounds): the
-    rescaled continuous values, truncated to integers, read as categories."""
+    """The rescaled continuous values, truncated to integers, would be read as categories and
+    stop the run with scikit-learn's IndexError: refused before any work, naming it."""
     config = write_toy(tmp_path, toy_config(*GRID, f"models: [naive_bayes, {CNB}]"))
     result = invoke("run", config, "--out", tmp_path / "out")
     assert_one_line_error(result, "models: 'cnb'", "2 continuous attribute(s)", "discretize")
@@ -779,8 +779,8 @@ def test_class_codes_as_floats_or_booleans_count_as_the_codes(
 
 def test_an_edited_package_of_ones_own_is_run_again(tmp_path, toy_config, write_toy, label_package):
     """A package outside site-packages is edited without a new version: its source is in the
-    fingerprint. Before, a rerun after an edit called the old run up to date (or kept the
-    blocks the old code computed beside the new code's), exit 0."""
+    fingerprint, so a rerun after an edit neither calls the old run up to date nor keeps the
+    blocks the old code computed beside the new code's."""
     result, run_dir = run_entry(tmp_path, toy_config, write_toy, "Majority")
     assert result.exit_code == 0, result.output
     before = pd.read_csv(run_dir / "errors.csv")

@@ -1175,10 +1175,10 @@ def test_three_class_discrete_naive_bayes_ties_go_to_the_lowest_class(tmp_path):
 
 def test_continuous_naive_bayes_does_not_depend_on_the_attributes_units(tmp_path):
     """Shared-variance Gaussian naive Bayes is unchanged by a per-attribute affine map
-    (docs/datasets.md), so `continuous: none` and `rescale` should count the same errors. The
-    variance floor was var_smoothing x the largest variance, added to every attribute's
-    variance: in raw units (an attribute in the 1e5s, as adult's fnlwgt) that floor swamped the
-    variance of an attribute in small units. It is now relative to each attribute (issue 30)."""
+    (docs/datasets.md), so `continuous: none` and `rescale` should count the same errors. So
+    the variance floor is relative to each attribute: var_smoothing x the largest variance
+    added to every attribute's would, in raw units (an attribute in the 1e5s, as adult's
+    fnlwgt), swamp the variance of an attribute in small units."""
     frame = _table(seed=13, n=300)
     frame["g"] = (frame.g * 1e5).round(0)
     frame["h"] = frame.h / 100

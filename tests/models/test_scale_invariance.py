@@ -1,11 +1,10 @@
-"""The models do not depend on a feature's units (issue 30 §1).
+"""The models do not depend on a feature's units.
 
 Naive Bayes, LDA and logistic regression's maximum likelihood are invariant to rescaling a
-feature: the same classifier, so the same test errors. Their code once was not: absolute
-constants (logistic regression's vanishing ridge, naive Bayes' variance floor of 1e-12 and
-var_smoothing times the largest variance, LDA's epsilon, the separability LP's margin) met the
-data's units, so pima in other units changed errors split by split, values near 1e-170 gave
-every model an error of 0.5, and values near 1e15 stopped a run (the LP failed). Here each
+feature: the same classifier, so the same test errors. Code can break that wherever an absolute
+constant meets the data's units (a vanishing ridge, a variance floor, LDA's epsilon, the
+separability LP's margin): pima in other units would change errors split by split, values near
+1e-170 give every model an error of 0.5, values near 1e15 stop a run (the LP fails). Here each
 attribute is put in other units (one factor for all, and a factor per attribute from 1e-150 to
 1e15) and every model's error counts, split by split, must not change; logistic regression's
 separability decisions must not change either. The random separating hyperplane is drawn in
@@ -133,9 +132,9 @@ def test_k_class_models_do_not_depend_on_units(factor):
 
 
 def test_naive_bayes_variance_floor_is_relative_to_each_attribute():
-    """An attribute in large units does not swamp another's variance: before, the floor was
-    var_smoothing times the largest variance, so an attribute's variance 1e12 times larger
-    made the other's 1e3 (its own 1) and its weight nothing."""
+    """An attribute in large units does not swamp another's variance: a floor of var_smoothing
+    times the largest variance would make, beside an attribute's variance 1e12 times larger,
+    the other's 1e3 (its own 1) and its weight nothing."""
     X, y = _synthetic()
     idx = _splits(y, 100, 1)
     wide = X.copy()
@@ -151,8 +150,8 @@ def test_a_far_sentinel_moves_only_the_splits_that_train_on_it():
     """One sentinel value (-1e9) in a column rescaled to [0, 1] with the data's min and max
     squashes the other values into ~1e-6 of the range. Both models are invariant to that
     affine map, so on splits that do not train on the sentinel row the test errors (on the
-    other rows) are those of the data without it; before, both models fell to 0.52-0.55
-    error on pima, against 0.38."""
+    other rows) are those of the data without it (0.38 on pima, where a model that met the
+    units would fall to 0.52-0.55)."""
     X, y = _synthetic()
     planted = X.copy()
     planted[0, 1] = -1e9

@@ -16,7 +16,8 @@ matplotlib.use("Agg")
 
 @pytest.mark.parametrize("run", ["pima", "examples/ionosphere-three-models"])
 def test_the_committed_figures_are_what_the_code_draws(tmp_path, run):
-    """NB solid, LR dashed, LDA dotted as before: the committed figures stay byte-identical."""
+    """NB solid, LR dashed, LDA dotted: redrawn from their runs' summaries, the committed
+    figures are byte-identical, so a change of style or of matplotlib's output shows here."""
     source = REPO / "results" / run
     folder = tmp_path / source.name
     folder.mkdir()

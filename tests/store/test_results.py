@@ -536,7 +536,7 @@ def _checkpoints_of(work: Path) -> list[Path]:
 def test_a_kill_between_the_renames_of_the_final_commit(setup, work, hook, killed_after):
     """A finished run, then a --seed 1 rerun into it killed after renaming one of its new
     files: the folder must not pass for either run, and the original command recomputes the
-    original bytes (it used to say "up to date" over seed 1's CSVs)."""
+    original bytes (rather than calling seed 1's CSVs "up to date")."""
     run_dir = _copy(setup, "clean", work)
     killed = subprocess.run(hook(*RUN, "--seed", "1", "-q"), env=_env(f"kill-after:{killed_after}"),
                             capture_output=True, text=True, timeout=120)  # fmt: skip
@@ -583,7 +583,7 @@ def _running(pid: int) -> bool:
 @pytest.mark.slow
 def test_loky_workers_end_when_their_run_is_killed(work, hook):
     """kill -9 of a run with --jobs 2: its workers notice and exit, and the pipes they
-    inherited (the caller's stderr) close; they used to live on for 13+ minutes."""
+    inherited (the caller's stderr) close, rather than living on (13+ minutes, unnoticed)."""
     gate = work / "gate"  # never made: the run stays paused after its first block
     # --force: two workers even on a one-core machine
     run = subprocess.Popen(hook(*RUN, "--jobs", "2", "--force"), env=_env(f"pause:{gate}"),
@@ -737,9 +737,9 @@ def _refused(run_dir: Path, *words: str) -> None:
          "splits-edited", "config-removed"],
 )  # fmt: skip
 def test_every_reader_refuses_a_run_that_run_finds_damaged(setup, work, change, words):
-    """`run` found no finished run in these folders, yet report, plot and the API read them:
-    REPORT.md said "logistic_regression better" of zeroed errors, the API gave n = 99999 and
-    "1000 splits per m". Now every reader goes through the check `run` makes, and refuses."""
+    """`run` finds no finished run in these folders, so report, plot and the API, which go
+    through the check `run` makes, refuse them too: read as they are, they would give
+    "logistic_regression better" of zeroed errors, n = 99999 and "1000 splits per m"."""
     run_dir = _copy(setup, "clean", work)
     change(run_dir)
     _refused(Path("out/own"), *words)
@@ -784,9 +784,9 @@ def test_the_committed_results_verify():
 
 
 def test_a_data_file_written_while_it_is_read_is_refused(tmp_path, monkeypatch):
-    """The table was parsed, then hashed: a file rewritten in between gave a run with the old
-    file's numbers under the new file's checksum, which a rerun on the new file found "up to
-    date" (exit 0, old numbers). Now: one line, exit 2, no run; then a run of the new file."""
+    """The table is parsed and hashed: a file rewritten in between would give a run of the old
+    file's numbers under the new file's checksum, which a rerun on the new file finds "up to
+    date". So: one line, exit 2, no run; then a run of the new file."""
     from genvdis.data import sources as datasource
 
     monkeypatch.chdir(tmp_path)
@@ -837,9 +837,9 @@ class _Stopped(BaseException):
 def test_a_plot_stopped_while_it_writes_a_figure_leaves_the_earlier_one_whole(
     finished, tmp_path, monkeypatch
 ):
-    """A plot interrupted (Ctrl-C) while matplotlib wrote toy.pdf left the first bytes of it
-    in place of the figure an earlier plot had drawn (and REPORT.md links the figures as
-    they are); now each figure is drawn in memory and renamed into place whole."""
+    """A plot interrupted (Ctrl-C) while matplotlib writes toy.pdf leaves the figure an earlier
+    plot drew whole, not the first bytes of the new one (REPORT.md links the figures as they
+    are): each figure is drawn in memory and renamed into place."""
     from matplotlib.backends import backend_pdf
 
     out = tmp_path / "out"
@@ -870,8 +870,8 @@ def test_plot_and_report_that_cannot_write_a_file_say_so_in_one_line(
     finished, tmp_path, command, in_the_way, message
 ):
     """A figure, an analysis table or the report that cannot be written (here a folder is in
-    its place; a full disk or a read-only folder alike) was an internal error, exit 1; now one
-    line names the folder and the file, exit 2, and no temporary file is left."""
+    its place; a full disk or a read-only folder alike) is the user's to fix: one line names
+    the folder and the file, exit 2 (not an internal error), and no temporary file is left."""
     out = tmp_path / "out"
     shutil.copytree(finished, out)
     (out / in_the_way).mkdir()
@@ -885,9 +885,9 @@ def test_a_rerun_committing_while_report_reads_errors_csv_is_not_passed_off(
     finished, tmp_path, monkeypatch, write_toy, toy_config
 ):
     """report (or plot) reads a run's errors.csv, then checks the file against manifest.json.
-    A rerun (another seed) that committed in between made the check hash the new file against
-    the new manifest, so the earlier run's numbers were analysed as the folder's, exit 0. Now
-    the bytes checked are the bytes read: refused in one line, saying to run it again."""
+    A rerun (another seed) committing in between would have the check hash the new file
+    against the new manifest while the earlier run's numbers are analysed. The bytes checked
+    must be the bytes read: refused in one line, saying to run it again."""
     from genvdis.store import runfiles
 
     out = tmp_path / "out"
@@ -913,9 +913,9 @@ def test_a_rerun_committing_while_report_reads_errors_csv_is_not_passed_off(
 
 
 def test_plot_while_a_run_commits_into_the_folder_says_to_wait_not_to_rerun_it(finished, tmp_path):
-    """plot or report during a run's commit found its mark (.committing) and said 'its last
-    run was stopped while writing its results ... rerun that run', of a run that was not
-    stopped; now, while a run holds the folder, they say a run is writing it."""
+    """plot or report during a run's commit find its mark (.committing), which alone would
+    mean a run stopped while writing ('rerun that run'): while a run holds the folder's lock,
+    they say a run is writing it, to wait rather than rerun."""
     out = tmp_path / "out"
     shutil.copytree(finished, out)
     run_dir = out / "toy"
@@ -935,9 +935,9 @@ def test_a_rerun_committing_while_report_works_is_not_mixed_into_the_explorer(
     finished, tmp_path, monkeypatch, write_toy, toy_config
 ):
     """report analyses each run, then builds explorer.html from the runs' summary.csv and that
-    analysis. A rerun (another seed) that committed in between gave a page with one run's
-    curves and the other's differences and verdict, exit 0. Now the page checks the analysis
-    against the summary it draws for every run: refused in one line saying to analyse again."""
+    analysis. A rerun (another seed) committing in between would give a page with one run's
+    curves and the other's differences and verdict: the page checks the analysis against the
+    summary it draws for every run, and refuses in one line saying to analyse again."""
     from genvdis.report import markdown as report
 
     out = tmp_path / "out"

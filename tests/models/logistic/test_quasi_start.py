@@ -3,7 +3,7 @@
 ridge's stopping point of a pure level and which weights the start moves; the exponential
 creep (`newton._exponential_length`) and its Lambert solver; that the fit from the start,
 creeping so, is the same minimum as from 0 in fewer iterations; that separable sets are fitted
-from 0 as before; and that the compiled CSR builder gives scipy's arrays."""
+from 0; and that the compiled CSR builder gives scipy's arrays."""
 
 from __future__ import annotations
 
@@ -83,7 +83,7 @@ def test_the_start_moves_the_pure_levels_rows_only():
 
 
 def test_no_pure_level_no_start():
-    """Where every level has rows of both classes, the start is 0 (the fit is as before)."""
+    """Where every level has rows of both classes, the start is 0: the fit is Newton's from 0."""
     Z, y = _codes_data(1, 300)
     y[:] = np.arange(len(y)) % 2
     Z[:] = LAYOUT.onehot(np.column_stack([np.arange(300) // 2 % k for k in (3, 4, 2)]), True)
