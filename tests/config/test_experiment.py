@@ -17,7 +17,7 @@ from genvdis.errors import UserError
 from genvdis.models.lda import LDASpec
 from genvdis.models.logistic_regression import LogisticRegressionSpec
 from genvdis.models.naive_bayes import NaiveBayesSpec
-from tests.clichecks import assert_user_error
+from tests.clichecks import assert_user_error, raises_user_error
 from tests.conftest import REPO
 
 FULL = {
@@ -130,13 +130,13 @@ def test_unreadable_yaml_is_a_user_error_naming_the_file(tmp_path, text, words):
 
 
 def test_missing_file_is_a_user_error(tmp_path):
-    with pytest.raises(UserError, match="config file not found"):
+    with raises_user_error("nope.yaml"):
         load_config(tmp_path / "nope.yaml")
 
 
 def test_yaml_is_never_executed(tmp_path):
     path = _write(tmp_path, "!!python/object/apply:os.system ['echo pwned']\n")
-    with pytest.raises(UserError, match="malformed YAML"):
+    with raises_user_error(path.name, "YAML"):
         load_config(path)
 
 

@@ -8,6 +8,7 @@ import yaml
 
 from genvdis.config import theory as theoryconfig
 from genvdis.errors import UserError
+from tests.clichecks import raises_user_error
 
 BASE = {"name": "t", "kind": "binary", "n": [5], "effect": 0.3, "m": [10, 20], "epsilon": [0.01]}
 
@@ -36,7 +37,7 @@ def test_mgrid_is_one_sequence_for_every_n():
 
 def test_a_model_listed_twice_is_refused_as_in_a_run_config():
     data = {**BASE, "models": ["naive_bayes", "naive_bayes"]}
-    with pytest.raises(UserError, match=r"t.yaml: models: each model may appear once"):
+    with raises_user_error("t.yaml", "models"):
         theoryconfig.parse_theory_config(data, "t.yaml")
 
 
@@ -44,7 +45,7 @@ def test_splits_override_is_checked_by_the_config_field():
     """--splits 1 would leave the bootstrap nothing to resample: the field's own bound (>= 2)
     refuses it, naming the option; a valid override replaces the config's value."""
     config = theoryconfig.parse_theory_config(BASE, "t.yaml")
-    with pytest.raises(UserError, match=r"^--splits 1: splits: .* equal to 2"):
+    with raises_user_error("--splits 1", "splits", "2"):
         config.with_overrides(splits=1)
     assert config.with_overrides(splits=7).splits == 7
     assert config.with_overrides(splits=None) == config

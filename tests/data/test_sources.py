@@ -31,7 +31,7 @@ from genvdis.data.sources import (
     source_of,
 )
 from genvdis.data.uci import RawData
-from genvdis.errors import UserError
+from tests.clichecks import raises_user_error
 
 ROWS = (f"{i},{'xy'[i % 2]},{'no' if i % 3 else 'yes'}\n" for i in range(30))
 TABLE = "a,b,label\n" + "".join(ROWS)
@@ -57,7 +57,7 @@ def test_source_of_maps_each_spec_type_to_its_source(tmp_path):
     for spec, kind in cases:
         source = source_of(spec, tmp_path)
         assert type(source) is kind and source.spec is spec and source.base_dir == tmp_path
-    with pytest.raises(UserError, match="dataset: unsupported source"):
+    with raises_user_error("dataset"):
         source_of(3.5)
 
 
@@ -85,9 +85,9 @@ def test_uci_source(mirror_env):
     assert source.cache_paths() == [fetch.data_dir() / "lenses/lenses.data"]
     assert source.at_hand() and source.drawn_shape() is None and source.inputs() == {}
     source.check_offline("all")
-    with pytest.raises(UserError, match="nonsense"):
+    with raises_user_error("nonsense"):
         source.check_offline(["nonsense"])
-    with pytest.raises(UserError, match="'nowhere' is not registered"):
+    with raises_user_error("'nowhere'"):
         source_of("nowhere").check_offline("all")
 
 
@@ -109,11 +109,11 @@ def test_local_file_source(table):
     assert source.inputs() == {"its dataset.path": table}
     assert source.at_hand() and source.cache_paths() == []
     source.check_offline("all")
-    with pytest.raises(UserError, match="dataset.path: t.csv not found"):
+    with raises_user_error("dataset.path", "t.csv"):
         source_of(spec, table.parent / "elsewhere").check_offline("all")
     os.mkfifo(table.parent / "pipe.csv")
     pipe = source_of(FileDataset(path="pipe.csv", target="label"), table.parent)
-    with pytest.raises(UserError, match="dataset.path: pipe.csv is not a regular file"):
+    with raises_user_error("dataset.path", "pipe.csv", "not a regular file"):
         pipe.check_offline("all")
 
 
@@ -147,7 +147,7 @@ def test_sklearn_source():
     assert list(raw.checksums) == ["sklearn.datasets.load_iris"] and raw.target == "target_name"
     assert not source.at_hand() and source.cache_paths() == [] and source.inputs() == {}
     config = {"name": "x", "target": {"positive": ["1"]}, "sizes": [10]}
-    with pytest.raises(UserError, match=r"^c: dataset: sklearn.datasets.fetch_covtype downloads"):
+    with raises_user_error("c: ", "dataset", "fetch_covtype"):
         parse_config({**config, "dataset": {"sklearn": "fetch_covtype"}}, "c")
 
 
@@ -289,7 +289,7 @@ def test_a_damaged_compressed_file_is_a_user_error(tmp_path, name, write):
 def test_a_folder_is_not_called_missing(tmp_path):
     (tmp_path / "data.csv").mkdir()
     parsed = parse_config(yaml.safe_load(config()), "config.yaml")
-    with pytest.raises(UserError, match=r"dataset.path: data.csv is a folder; give the table's"):
+    with raises_user_error("dataset.path", "data.csv", "folder"):
         prepare(load_data(parsed, tmp_path), parsed)
 
 
@@ -317,5 +317,5 @@ def test_a_data_path_that_cannot_be_looked_at_is_a_user_error(tmp_path, monkeypa
         raise PermissionError(13, "Permission denied")
 
     monkeypatch.setattr(Path, "stat", denied)
-    with pytest.raises(UserError, match=r"^dataset.path: locked/data.csv: Permission denied$"):
+    with raises_user_error("dataset.path", "locked/data.csv", "Permission denied"):
         table_path(FileDataset(path="locked/data.csv", target="y"), tmp_path)

@@ -27,8 +27,8 @@ from genvdis.data.fetch import RemoteFile
 from genvdis.data.preprocessing import prepare
 from genvdis.data.sources import load_data, load_file_dataset
 from genvdis.data.uci import REGISTRY, RawData, load_registered
-from genvdis.errors import UserError
 from genvdis.experiment import splits
+from tests.clichecks import raises_user_error
 from tests.conftest import REPO
 
 CONFIGS = REPO / "configs"
@@ -382,7 +382,7 @@ def test_local_tsv_is_read_with_tabs(tmp_path):
     csv_raw = load_file_dataset(FileDataset(path="toy.csv", target="label"), base_dir=EXAMPLES)
     pd.testing.assert_frame_equal(raw.frame, csv_raw.frame)
     assert raw.attributes == csv_raw.attributes
-    with pytest.raises(UserError, match="target column 'label' not found"):
+    with raises_user_error("'label'"):
         load_file_dataset(FileDataset(path="toy.tsv", target="label", sep=","), base_dir=tmp_path)
 
 
@@ -404,7 +404,7 @@ def test_url_dataset_is_fetched_and_verified(http_mirror, uci_dir, tmp_path, mon
     )
     assert raw.checksums == {"lenses.data": sha}
     wrong = spec.model_copy(update={"sha256": "0" * 64})
-    with pytest.raises(UserError, match="checksum mismatch"):
+    with raises_user_error("checksum"):
         load_file_dataset(wrong)
     assert not list((tmp_path / "user" / ("0" * 16)).glob("*"))
 

@@ -19,6 +19,7 @@ from genvdis.experiment import _pool as pool
 from genvdis.experiment import theory
 from genvdis.report.markdown import write_report
 from genvdis.report.plotting import plot_results
+from tests.clichecks import raises_user_error
 from tests.learningcurves import results_folder
 
 
@@ -55,7 +56,7 @@ def test_where_forking_is_unsafe_the_work_stays_in_this_process(monkeypatch, pla
 
 
 def test_map_ordered_raises_a_workers_user_error():
-    with pytest.raises(UserError, match="item -3: negative"):
+    with raises_user_error("item -3"):
         pool.map_ordered(_square_or_refuse, [1, 2, -3, 4], jobs=2)
 
 

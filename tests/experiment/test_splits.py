@@ -12,6 +12,7 @@ import pytest
 from genvdis.errors import UserError
 from genvdis.experiment import splits
 from genvdis.experiment.splits import check_size, draw_block, draw_split
+from tests.clichecks import raises_user_error
 
 PIMA_LIKE = np.array([0] * 500 + [1] * 268)  # pima's class sizes
 RARE = np.array([0] * 90 + [1] * 10)
@@ -240,7 +241,7 @@ def test_check_size_refuses_an_m_whose_test_sets_can_lack_a_class(
 
 
 def test_check_size_names_a_class_by_its_name():
-    with pytest.raises(UserError, match="m=75 takes all 3 rows of class 'setosa'"):
+    with raises_user_error("m=75", "'setosa'"):
         check_size(75, (40, 3, 40), "rest", "stratified", ["virginica", "setosa", "versicolor"])
 
 

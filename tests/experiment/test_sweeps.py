@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 from genvdis.analysis import sensitivity
 from genvdis.cli import app
 from genvdis.config import variants
-from genvdis.errors import UserError
 from genvdis.report.markdown import write_report
 from genvdis.store import results, runfiles
+from tests.clichecks import raises_user_error
 from tests.conftest import REPO
 
 # toy.csv (300 rows: 3 continuous, 2 discrete attributes, nothing missing): a quick grid
@@ -435,7 +435,7 @@ def test_the_api_sweep_returns_the_rows_it_wrote(toy, tmp_path):
     assert list(table["same_as"]) == ["", "", "baseline"]
     written = sensitivity.read_sensitivity(tmp_path / "out")
     assert list(written["variant"]) == list(table["variant"])
-    with pytest.raises(UserError, match="^--splits 0: splits: Input should be greater than or eq"):
+    with raises_user_error("--splits 0", "splits"):
         genvdis.sweep(toy, vary=["seed=1"], splits=0)
 
 
@@ -497,7 +497,7 @@ def test_every_source_of_variants_is_bounded_and_force_goes_on(toy, tmp_path, mo
     assert code == 2 and "beyond the bound of 3" in stderr, stderr
     import genvdis
 
-    with pytest.raises(UserError, match="4 variants .*beyond the bound of 3"):
+    with raises_user_error("4 variants", "3"):
         genvdis.sweep(toy, splits=2, out=tmp_path / "out")
     assert not (tmp_path / "out").exists()
     table = genvdis.sweep(toy, splits=2, out=tmp_path / "out", force=True)

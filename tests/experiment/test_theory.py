@@ -24,6 +24,7 @@ from genvdis.data import synthetic
 from genvdis.errors import UserError
 from genvdis.experiment import engine, theory
 from genvdis.report import plotting
+from tests.clichecks import raises_user_error
 
 
 def _class_frames(spec: SyntheticDataset) -> tuple[np.ndarray, np.ndarray]:
@@ -427,7 +428,7 @@ def test_a_run_and_a_theory_of_one_name_are_refused_in_either_order(
     assert result.exit_code == 2, result.output
     assert f"{runs / 'mini'}" in result.stderr and "a run named 'mini'" in result.stderr
     assert _files(runs / "mini") == made
-    with pytest.raises(UserError, match="a run named 'mini'"):  # the API alike
+    with raises_user_error("'mini'"):  # the API alike
         theory.run_theory(parse_theory_config(CONFIG), runs)
 
 

@@ -29,6 +29,7 @@ from genvdis.errors import UserError
 from genvdis.experiment import scoring, splits
 from genvdis.models import estimators
 from genvdis.store import results
+from tests.clichecks import raises_user_error
 
 # A package of the user's own, written to tmp_path: importing it leaves a mark, so a test can
 # tell whether anything was imported. `Noisy` warns twice on every split with an odd number of
@@ -138,7 +139,7 @@ def toy(toy_config, write_toy, tmp_path_factory):
 
 
 def test_a_path_outside_the_allow_list_imports_nothing(user_package):
-    with pytest.raises(UserError, match="import paths must start with sklearn.") as caught:
+    with raises_user_error("sklearn.") as caught:
         estimators.resolve(spec("userpkg.Noisy"), estimators.allowed_prefixes())
     assert "--allow-import" in str(caught.value) and "models: 'est'" in str(caught.value)
     assert not (user_package / "imported").exists()
@@ -161,10 +162,10 @@ def test_a_prefix_allows_whole_module_names_only():
 
 @pytest.mark.parametrize("bad", ["my pkg", "1pkg", "pkg..sub"])
 def test_a_bad_prefix_is_refused_by_name(bad, monkeypatch):
-    with pytest.raises(UserError, match=f"--allow-import: '{bad}' is not a module name"):
+    with raises_user_error("--allow-import", f"'{bad}'"):
         estimators.allowed_prefixes([bad])
     monkeypatch.setenv(estimators.ALLOW_ENV, bad)
-    with pytest.raises(UserError, match=f"{estimators.ALLOW_ENV}: '{bad}' is not a module name"):
+    with raises_user_error(estimators.ALLOW_ENV, f"'{bad}'"):
         estimators.allowed_prefixes()
 
 
@@ -404,7 +405,7 @@ def test_check_config_checks_every_estimator_entry_without_data(user_package):
     base = dict(name="x", dataset="pima", target={"positive": "1"}, sizes=[10])
     entries = ["naive_bayes", {"name": "p", "estimator": "userpkg.Picky"}]
     config = parse_config({**base, "models": entries})
-    with pytest.raises(UserError, match="models: 'p' \\(userpkg.Picky\\): import paths"):
+    with raises_user_error("models: 'p'", "userpkg.Picky"):
         estimators.check_config(config)
     estimators.check_config(config, ["userpkg"])
     # not installed, no version: its source's hash stands for its version (an edit reruns)
