@@ -8,7 +8,7 @@ splits with logistic regression's training sets gathered (`layouts.Gathered`) an
 one the engine's rule picks (sparse for designs of >= `SPARSE_MIN_WIDTH` columns with at most
 `SPARSE_DENSITY` of them nonzero: `LogisticRegression.shared`). The rule's thresholds come
 from these figures. Both layouts fit the same models; only rounding differs, so the numbers
-are not compared here (tests/test_newton.py does).
+are not compared here (tests/models/logistic/test_newton.py does).
 """
 
 from __future__ import annotations

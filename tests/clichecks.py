@@ -1,9 +1,16 @@
-"""What every test of a refused input asserts of the command's result: shared by the CLI's tests
-and the audits' (tests/test_audit_*.py)."""
+"""What every test of a refused input asserts: of the command's result (exit 2, one line), or of
+the UserError a function raises. The kind and the subject (the field, file, column or value the
+message names) are asserted; the wording around them is free to change."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+import pytest
+
+from genvdis.errors import UserError
 
 
 def assert_user_error(result, *names: str, out: Path | None = None) -> str:
@@ -19,3 +26,15 @@ def assert_user_error(result, *names: str, out: Path | None = None) -> str:
     if out is not None:
         assert not out.exists() or not any(out.rglob("*")), sorted(out.rglob("*"))
     return message
+
+
+@contextmanager
+def raises_user_error(*names: str) -> Iterator[pytest.ExceptionInfo[UserError]]:
+    """The block raises a UserError of one line that names every one of `names`: what the CLI
+    turns into a one-line exit 2."""
+    with pytest.raises(UserError) as caught:
+        yield caught
+    message = str(caught.value)
+    assert message and "\n" not in message.strip(), message
+    for name in names:
+        assert name in message, (name, message)

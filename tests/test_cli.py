@@ -16,13 +16,14 @@ from typing import NamedTuple
 import pandas as pd
 import pytest
 import yaml
-from clichecks import assert_user_error
 from typer.testing import CliRunner
 
 import genvdis
 from genvdis.cli import app
 from genvdis.data import uci as datasets
 from genvdis.experiment import engine
+from tests.clichecks import assert_user_error
+from tests.conftest import REPO
 
 # The catalogue's good config: the shared toy config (toy.csv, "yes" positive), m = 10 and 20,
 # 4 splits in blocks of 2. Each bad case below changes it.
@@ -351,7 +352,7 @@ def test_datasets_lists_all_thirteen_in_full():
 
 
 def test_validate_the_shipped_config():
-    config = Path(__file__).resolve().parents[1] / "configs" / "pima.yaml"
+    config = REPO / "configs" / "pima.yaml"
     result = invoke("validate", str(config))
     assert result.exit_code == 0, result.output
     assert "ok" in result.stdout and "pima" in result.stdout
@@ -428,7 +429,7 @@ def test_a_run_found_up_to_date_says_only_that(work, tiny):
 
 
 def test_two_theory_configs_of_one_name_are_refused(tmp_path):
-    theory = (Path(__file__).parents[1] / "configs" / "theory-binary.yaml").read_text()
+    theory = (REPO / "configs" / "theory-binary.yaml").read_text()
     first, second = tmp_path / "t1.yaml", tmp_path / "t2.yaml"
     first.write_text(theory)
     second.write_text(theory.replace("seed: 0", "seed: 9"))
@@ -467,9 +468,9 @@ def test_plot_and_report_refuse_numbers_changed_since_the_run(work, tiny, comman
 
 
 def test_init_proposes_no_m_that_takes_every_row_of_the_smaller_class(tmp_path):
-    """2 positives in 60 rows: init proposed sizes [30, 45], and at m = 45 both positives were
-    in every stratified training set. The top is now 44, and the written config validates
-    against its table."""
+    """2 positives in 60 rows: at m = 45 both positives would be in every stratified training
+    set, leaving test sets without one. init's sizes stop at 44, and the written config
+    validates against its table."""
     rows = "".join(f"{i * 0.37:.2f},{i % 7},{'p' if i in (3, 40) else 'n'}\n" for i in range(60))
     (tmp_path / "rare.csv").write_text("a,b,y\n" + rows)
     result = invoke("init", str(tmp_path / "rare.csv"), "--target", "y", "--positive", "p",

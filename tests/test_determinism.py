@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 from genvdis.cli import app
 from genvdis.config.experiment import load_config
 from genvdis.experiment import engine
+from tests.conftest import REPO
 
 # (name, lines added to the shared toy config)
 PANELS = {
@@ -235,8 +236,9 @@ def _uses_openblas() -> bool:
 def test_fits_and_draws_do_not_depend_on_the_blas_kernel():
     """OpenBLAS picks its kernels per CPU, and each sums in its own order: Newton's X^T W X
     and the sampler's QR and Gram matrix through BLAS moved in the last bits between the
-    Haswell, SkylakeX and Prescott kernels, and the sampler's chain amplified them into other
-    hyperplanes (issue 30 §7). Every product is now a fixed-order sum (`portable`)."""
+    Haswell, SkylakeX and Prescott kernels, and the sampler's chain amplifies such bits into
+    other hyperplanes. So every product is a fixed-order sum (`portable`), checked here under
+    two kernels."""
     if not _uses_openblas():
         pytest.skip("numpy's BLAS is not OpenBLAS: OPENBLAS_CORETYPE chooses nothing")
     assert _probe(OPENBLAS_CORETYPE="Haswell") == _probe(OPENBLAS_CORETYPE="Prescott")
@@ -281,7 +283,7 @@ def test_a_separable_run_writes_the_same_errors_under_two_blas_kernels(
     if not _uses_openblas():
         pytest.skip("numpy's BLAS is not OpenBLAS: OPENBLAS_CORETYPE chooses nothing")
     config = tmp_path / "boston.yaml"
-    text = (Path(__file__).parents[1] / "configs" / "boston.yaml").read_text()
+    text = (REPO / "configs" / "boston.yaml").read_text()
     config.write_text(text.replace("sizes: [10, 15, 20, 30, 40, 60", "sizes: [30, 40, 60]#"))
     written = {}
     for kernel in ("Haswell", "Prescott"):
@@ -298,11 +300,11 @@ def test_a_separable_run_writes_the_same_errors_under_two_blas_kernels(
 
 @pytest.mark.slow
 def test_the_analysis_files_do_not_depend_on_the_blas_kernel(tmp_path):
-    """The curve fits (curve_fit's trust region solved with LAPACK), the shape tests' contrasts
-    (np.dot) and the crossover's bootstrap (a matrix product) went through BLAS: under the
-    Haswell kernel `make all` rewrote 134 fits.csv, 123 shape.csv and both analysis.csv in
-    their last digits (issue 30 §7). They are now fixed-order or exactly rounded sums and a
-    Levenberg-Marquardt of genvdis's own (`fits`), so a report writes the same bytes."""
+    """The curve fits, the shape tests' contrasts and the crossover's bootstrap sum in fixed
+    order or exactly rounded, with a Levenberg-Marquardt of genvdis's own (`fits`): through
+    BLAS (curve_fit's LAPACK trust region, np.dot, a matrix product) another kernel rewrites
+    fits.csv, shape.csv and analysis.csv in their last digits. A report under two kernels
+    must write the same bytes."""
     import os
     import shutil
     import subprocess
@@ -311,7 +313,7 @@ def test_the_analysis_files_do_not_depend_on_the_blas_kernel(tmp_path):
     if not _uses_openblas():
         pytest.skip("numpy's BLAS is not OpenBLAS: OPENBLAS_CORETYPE chooses nothing")
     config = tmp_path / "bcw.yaml"
-    text = Path(__file__).parents[1] / "configs" / "examples" / "breast-cancer-wisconsin.yaml"
+    text = REPO / "configs" / "examples" / "breast-cancer-wisconsin.yaml"
     sizes = "sizes: [10, 15, 20, 30, 40, 60, 80, 100, 150, 200, 300, 400]"
     config.write_text(text.read_text().replace(sizes, "sizes: [10, 20, 40, 80, 150, 300]"))
     command = [sys.executable, "-m", "genvdis", "run", str(config), "--splits", "40"]

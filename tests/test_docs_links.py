@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.conftest import REPO
+
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 
 FENCE = re.compile(r"^(```|~~~).*?^\1", re.M | re.S)

@@ -604,8 +604,9 @@ def test_the_scoring_kernel_counts_a_nan_decision_as_wrong():
 
 @pytest.mark.parametrize("scale", [1e-30, 1e50, 1e100])
 def test_values_beyond_single_precision_are_scored_exactly(scale):
-    """Values past single precision's range (~3e38) overflowed the fast product to inf and NaN,
-    which were never counted: 1e50-scale data scored 0 errors. Now they equal double's."""
+    """Values past single precision's range (~3e38) overflow a single-precision product to inf
+    and NaN, which no count would include (1e50-scale data would score 0 errors): the counts
+    equal double precision's."""
     data, train, rng = _scoring_problem(scale)
     classifiers = rng.normal(size=(3, data.width))
     classifiers[:, :2] /= scale  # weights that suit the data's scale

@@ -27,8 +27,8 @@ from genvdis import starter
 from genvdis.cli import app
 from genvdis.config import builtin
 from genvdis.experiment import splits
+from tests.conftest import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 SHIPPED = sorted((REPO / "configs").glob("*.yaml"))
 EXAMPLES = sorted((REPO / "configs" / "examples").glob("*.yaml"))
 TOY = REPO / "configs" / "examples" / "toy.csv"

@@ -21,6 +21,7 @@ from genvdis.cli import app
 from genvdis.store import _csv as csvtext
 from genvdis.store import results
 from genvdis.store._csv import csv_text
+from tests.conftest import REPO
 
 # Heavy, and not needed before a run's first task (matplotlib: plot/report; sklearn: tests and
 # benchmarks; dask: --backend dask; scipy.stats: the theory runs; scipy.optimize: the rare LP;
@@ -179,7 +180,7 @@ def test_threads_importing_scipy_special_during_the_load_beside_get_the_real_pac
 @pytest.mark.slow
 def test_every_blas_the_kernels_call_runs_on_one_thread(tmp_path, write_toy, toy_config):
     """numba's np.dot goes through scipy's own OpenBLAS, loaded lazily on the first kernel call:
-    it must still be limited to one thread (deterministic BLAS, no oversubscription), now that
+    it must be limited to one thread (deterministic BLAS, no oversubscription) though
     nothing imports scipy.linalg before the run. Checked inside the first block of a toy run."""
     config = write_toy(tmp_path / "cfg", toy_config("sizes: [10, 20]"))
     run = ["run", str(config), "--splits", "3", "--out", str(tmp_path / "out"), "-q"]
@@ -208,8 +209,6 @@ print(json.dumps(seen))"""
 
 
 # --- what a run writes, and how -----------------------------------------------------------------
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def _to_csv(frame: pd.DataFrame) -> str:
@@ -322,7 +321,7 @@ def test_a_short_run_with_two_jobs_says_so_and_gives_the_same_bytes(
 def test_a_report_loads_no_matplotlib(tmp_path):
     """`genvdis report` draws nothing: its explorer takes the line colours from
     genvdis.report.styles, so matplotlib (about a second of start-up) is never imported."""
-    from learningcurves import results_folder
+    from tests.learningcurves import results_folder
 
     folder = results_folder(tmp_path / "results")
     report = ["report", str(folder), "--boot", "20"]

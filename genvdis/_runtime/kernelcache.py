@@ -26,7 +26,7 @@ from pathlib import Path
 import numba
 
 PREFIX = "genvdis-numba-"
-# every module that defines a compiled function (tests/test_kernelcache.py checks the list)
+# every module that defines a compiled function (tests/_runtime/test_kernelcache.py checks the list)
 KERNEL_MODULES = (
     "_runtime.portable", "_runtime.streams", "experiment.scoring", "experiment.splits",
     "models.naive_bayes", "models.logistic.binary", "models.logistic._kernels",

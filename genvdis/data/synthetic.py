@@ -152,8 +152,9 @@ def bayes_error_gaussian(params: SyntheticParameters) -> float:
 
 def binom_logpmf(t: np.ndarray, c: int, p: float) -> np.ndarray:
     """log P(T = t) for T ~ Binomial(c, p), t integers in 0..c: scipy.stats.binom.logpmf's own
-    formula (the same bits, tests/test_theory.py) without importing scipy.stats, about a second
-    of each `genvdis theory` process (as `results.t_quantile` does for summaries)."""
+    formula (the same bits, tests/experiment/test_theory.py) without importing scipy.stats,
+    about a second of each `genvdis theory` process (as `results.t_quantile` does for
+    summaries)."""
     from scipy.special import gammaln, xlog1py, xlogy
 
     k = np.floor(t)

@@ -13,7 +13,7 @@ STYLES = {info.name: info.style.line() for info in registry.builtin_models()}
 # its short label, in a difference's name ("NB - LR") and a fit's legend
 SHORT = {info.name: info.style.short for info in registry.builtin_models()}
 # matplotlib's Tableau palette (matplotlib.colors.TABLEAU_COLORS), by the names used here and
-# in the explorer; tests/test_explorer.py checks it against matplotlib's own.
+# in the explorer; tests/report/test_explorer.py checks it against matplotlib's own.
 TABLEAU = {
     "tab:blue": "#1f77b4", "tab:orange": "#ff7f0e", "tab:green": "#2ca02c",
     "tab:red": "#d62728", "tab:purple": "#9467bd", "tab:brown": "#8c564b",

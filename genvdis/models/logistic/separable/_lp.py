@@ -9,7 +9,7 @@ path and returns the same bits: the LP's optimum is not unique, and another solv
 would pick another optimal vertex. Where those bindings are missing or differ (another scipy),
 or HiGHS reports no optimum that linprog would accept too, the LP goes to linprog itself.
 Checked bit for bit against linprog on scipy 1.17.1 (HiGHS 1.12.0) only, on a few hundred LPs
-in tests/test_hyperplanes.py.
+in tests/models/logistic/separable/test_hyperplanes.py.
 """
 
 from __future__ import annotations
