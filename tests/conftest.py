@@ -38,6 +38,10 @@ ONLINE_ENV = "GENVDIS_TEST_ONLINE"
 REQUIRE_ENV = "GENVDIS_REQUIRE_UCI"
 # the settings as the run started (tests set GENVDIS_MIRROR and GENVDIS_DATA for themselves)
 ENVIRON = dict(os.environ)
+# The toy runs are far too short to checkpoint (planning.CHECKPOINT_FROM): every run of the
+# session checkpoints, fixtures' runs and child processes too, so that resuming is tested on
+# them; tests/experiment/test_planning.py tests the cut itself.
+os.environ["GENVDIS_CHECKPOINT_FROM"] = "0"
 NEEDS_UCI = "needs the UCI files"
 HOW = "set GENVDIS_MIRROR=/path/to/uci (a copy of the archive) to run {}"
 

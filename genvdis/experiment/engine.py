@@ -4,8 +4,9 @@ A task draws its splits (a pure function of seed, m and split index), fits every
 of them at once (see `models`), and counts test errors (`scoring`). Tasks are coarse, so
 joblib's overhead is negligible; they are independent, so any number of workers, any backend
 (`backends`: loky, threads, dask) and any finishing order gives the same numbers; each finished
-task is a checkpoint (`results`). The engine never prints: progress goes to the callback the
-caller passes (`progress`), notices to logging.
+task is a checkpoint (`results`) when the run is estimated above `planning.CHECKPOINT_FROM` CPU
+seconds (a shorter run keeps its blocks in memory: a kill loses about a second). The engine
+never prints: progress goes to the callback the caller passes (`progress`), notices to logging.
 """
 
 from __future__ import annotations
@@ -206,6 +207,7 @@ class Run:
     models: list[LinearModel]
     plan: Plan
     resolved: dict
+    checkpointed: bool = True  # planning.checkpointed: False for runs too short to resume
 
     @property
     def key(self) -> str:
@@ -262,7 +264,8 @@ def run_experiment(
         resolved["estimator_versions"] = versions
     resolved["splits_per_block"] = plan.first_blocks()
     resolved["fingerprint"] = results.fingerprint(resolved)
-    run = Run(config, run_dir, EncodedData.from_prepared(data), models, plan, resolved)
+    encoded = EncodedData.from_prepared(data)
+    run = Run(config, run_dir, encoded, models, plan, resolved, planning.checkpointed(cpu))
     with runlock.hold(run_dir, wait):
         if not _already_done(run):
             _compute(run, workers, backend, scheduler, progress or silent)
@@ -305,7 +308,9 @@ COMPILING = (
 def _compute(run: Run, jobs: int, backend: str, scheduler: str | None, progress: Progress) -> None:
     """Every block not checkpointed yet, in parallel, then the results, committed at once."""
     config, plan, n_models = run.config, run.plan, len(run.models)
-    store = results.CheckpointStore(run.run_dir, run.key, plan.blocks, plan.n_splits, n_models)
+    store = results.CheckpointStore(
+        run.run_dir, run.key, plan.blocks, plan.n_splits, n_models, run.checkpointed
+    )
     protocol = Protocol.of(config)
     started = time.perf_counter()
     parallel = backends.parallel(backend, jobs, scheduler, scatter=[run.encoded])

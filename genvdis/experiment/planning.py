@@ -13,6 +13,7 @@ only a mistake, or a run that really is enormous, meets them; `--force` runs it 
 from __future__ import annotations
 
 import logging
+import math
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -39,6 +40,13 @@ SLOWER = 2.0  # a slower machine than the one measured
 PER_SPLIT, PER_ROW_COLUMN, PER_TEST_CELL = 5e-5, 1.25e-8, 5e-10
 PER_SQUARE, PER_CUBE = 5.4e-10, 1e-10
 HUMAN = 10 * 60  # estimates above 10 CPU-minutes are shown before the run starts
+
+# Runs estimated below this many CPU seconds keep their finished blocks in memory only: writing
+# and verifying a checkpoint per block costs more than a kill could lose (under the estimate,
+# which is doubled, so about a second of real work). The environment variable overrides it
+# (0: checkpoint every run).
+CHECKPOINT_FROM = 2.0
+CHECKPOINT_ENV = "GENVDIS_CHECKPOINT_FROM"
 
 BLOCK_BYTES = 128 * 2**20  # a block's training tensor stays near this
 MAX_BLOCK = 250
@@ -129,6 +137,18 @@ class Workload:
     def peak_bytes(self) -> int:
         """The main process (raw and encoded data) plus every worker."""
         return 2 * data_bytes(self.n_rows, self.width) + self.jobs * self.worker_bytes()
+
+
+def checkpointed(cpu_seconds: float) -> bool:
+    """Whether a run of this estimated cost writes .checkpoints/ (see CHECKPOINT_FROM)."""
+    text = os.environ.get(CHECKPOINT_ENV, "").strip()
+    try:
+        threshold = float(text) if text else CHECKPOINT_FROM
+    except ValueError:
+        threshold = math.nan
+    if not threshold >= 0:  # NaN too
+        raise UserError(f"{CHECKPOINT_ENV}={text!r}: give CPU seconds, a number >= 0")
+    return cpu_seconds >= threshold
 
 
 def data_bytes(n_rows: int, width: int) -> int:

@@ -226,19 +226,30 @@ class CheckpointStore:
 
     `blocks` maps m to that m's block size (the run's plan), `n_models` is the rows a split
     has, one per model: a checkpoint must be a block of this plan, with the rows it implies.
-    Verified blocks are kept in memory, parsed from the very text written to disk."""
+    Verified blocks are kept in memory, parsed from the very text written to disk. With
+    `on_disk` False (a run too short to be worth resuming) nothing is read or written: the
+    blocks go through the same text, so the results are the same bytes."""
 
     def __init__(
-        self, run_dir: Path, key: str, blocks: dict[int, int], n_splits: int, n_models: int
+        self,
+        run_dir: Path,
+        key: str,
+        blocks: dict[int, int],
+        n_splits: int,
+        n_models: int,
+        on_disk: bool = True,
     ) -> None:
         self.dir = run_dir / CHECKPOINTS
         self.key = key
         self.blocks, self.n_splits, self.n_models = blocks, n_splits, n_models
+        self.on_disk = on_disk
         self.frames: dict[tuple[int, int], pd.DataFrame] = {}
 
     def open(self) -> int:
         """Make the folder ready; drop checkpoints of another config, and damaged ones.
-        Returns the blocks kept."""
+        Returns the blocks kept (none when not `on_disk`)."""
+        if not self.on_disk:
+            return 0
         with writing(self.dir.parent, "checkpoints"):
             self._clear_other_runs()
             for stale in [*self.dir.parent.glob(".*.tmp"), *self.dir.glob(".*.tmp")]:
@@ -327,8 +338,9 @@ class CheckpointStore:
         text = _csv(frame)
         digest = _sha256(self._identity(m, start, count) + text)
         name = f"m{m:07d}_s{start:07d}_n{count}_{self.key}_{digest}.csv"
-        with writing(self.dir, "a checkpoint"):
-            atomic_write_text(self.dir / name, text, durable=False)  # verified when read
+        if self.on_disk:
+            with writing(self.dir, "a checkpoint"):
+                atomic_write_text(self.dir / name, text, durable=False)  # verified when read
         self.frames[(m, start)] = pd.read_csv(io.StringIO(text))
 
     def load_all(self) -> pd.DataFrame:
