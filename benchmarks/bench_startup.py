@@ -9,6 +9,7 @@ the machine), each the minimum of --repeat rounds; the rounds interleave the mea
 that the machine's load drifts over all of them alike. It prints:
 - `import genvdis.cli`: the import alone, timed inside a fresh interpreter (its CPU column is
   the whole interpreter's);
+- `genvdis --help`: the whole process, as a user types it;
 - first task: from process start to the first block of splits (imports and the run's set-up:
   config, data, plan, run folder), for `genvdis run CONFIG --jobs 1`;
 - end to end, `--jobs 1`: `genvdis run CONFIG --splits S --jobs 1`, against the loop of
@@ -121,8 +122,10 @@ def _genvdis_round(config: str, splits: int, out: Path, tree: str | None) -> dic
                           env=env)  # fmt: skip
     cpu = _cpu() - cpu
     first = ["run", config, "--splits", "10", "--jobs", "1", "--out", str(out / "first")]
+    cli = str(Path(sys.executable).with_name("genvdis"))
     return {
         "import genvdis.cli": (float(done.stdout), cpu),
+        "genvdis --help": _wall([cli, "--help"], env=env),
         "first task (--jobs 1)": _wall([*me, "--first-task", *first, "-q"], env=env),
         "genvdis --jobs 1": _wall(_genvdis(config, splits, 1, out / "j1"), env=env),
         "genvdis --jobs 2": _wall(_genvdis(config, splits, 2, out / "j2"), env=env),

@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 from genvdis._runtime import parallel as backends
 from genvdis.cli import app
+from genvdis.errors import UserError
 from genvdis.store import _csv as csvtext
 from genvdis.store import results
 from genvdis.store._csv import csv_text
@@ -32,10 +33,15 @@ HEAVY = ["scipy.stats", "scipy.optimize", "matplotlib", "sklearn", "dask", "dist
 HEAVY += ["joblib", "pooch", "scipy.linalg", "scipy.special"]
 
 
-def _loaded_after(code: str, cwd=None) -> list[str]:
-    """Which of HEAVY a fresh interpreter holds after running `code`."""
+# What the CLI's own answers (--help, --version) need none of: the numeric libraries and the
+# config schemas load with a command that runs something.
+RUNNING = ["numpy", "pandas", "pydantic", "numba", "yaml", "scipy", "genvdis.experiment"]
+
+
+def _loaded_after(code: str, cwd=None, watch: list[str] = HEAVY) -> list[str]:
+    """Which of `watch` a fresh interpreter holds after running `code`."""
     probe = (
-        f"{code}\nimport json, sys\nprint(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))"
+        f"{code}\nimport json, sys\nprint(json.dumps([m for m in {watch!r} if m in sys.modules]))"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=cwd)
     assert done.returncode == 0, done.stderr
@@ -45,6 +51,28 @@ def _loaded_after(code: str, cwd=None) -> list[str]:
 @pytest.mark.slow
 def test_importing_the_cli_and_the_engine_loads_nothing_heavy():
     assert _loaded_after("import genvdis.cli, genvdis.experiment.engine, genvdis.api") == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("args", [["--help"], ["--version"]])
+def test_the_cli_s_help_and_version_load_no_numeric_library_nor_the_schemas(args):
+    code = f"import sys\nfrom genvdis.cli import app\nsys.argv = ['genvdis', *{args!r}]\n"
+    code += "try:\n    app()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+    assert _loaded_after(code, watch=RUNNING) == []
+
+
+def test_a_built_in_name_parses_its_own_config_file_only(tmp_path, monkeypatch):
+    """`genvdis run pima` reads pima.yaml, not all the shipped configs (a tenth of a second)."""
+    from genvdis.config import builtin
+
+    read: list[str] = []
+    describe = builtin._describe
+    monkeypatch.setattr(builtin, "_describe", lambda path: read.append(path.name) or describe(path))
+    assert builtin.resolve("pima", "panel").name == "pima.yaml"
+    assert builtin.resolve("gnb-vs-svm", "panel").name == "gnb-vs-svm.yaml"
+    assert read == ["pima.yaml", "gnb-vs-svm.yaml"]
+    with pytest.raises(UserError, match="built-in theory config"):
+        builtin.resolve("theory-gaussian", "panel")  # the other kind: every file, to say so
 
 
 @pytest.mark.slow

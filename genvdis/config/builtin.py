@@ -112,6 +112,10 @@ def resolve(source: str | Path, kind: Kind | None = None) -> Path:
     text = str(source)
     if path.exists() or "/" in text or "\\" in text or path.suffix in {".yaml", ".yml"}:
         return path
+    candidates = [f / f"{text}.yaml" for f in (folder(), folder() / EXAMPLES) if text]
+    if len(found := [c for c in candidates if c.is_file()]) == 1:  # one file to parse, not all
+        if (config := _describe(found[0])).kind in RUN_KINDS[kind]:
+            return config.path
     shipped = builtin_configs()  # parses every shipped file: once
     known = [c.name for c in shipped if c.kind in RUN_KINDS[kind]]
     if text in known:
