@@ -61,6 +61,15 @@ def test_the_cli_s_help_and_version_load_no_numeric_library_nor_the_schemas(args
     assert _loaded_after(code, watch=RUNNING) == []
 
 
+@pytest.mark.slow
+def test_fetching_a_dataset_loads_no_numeric_library(mirror_env):
+    """`genvdis fetch` copies and checks files: pandas (~0.2 s) is for reading tables."""
+    code = "import sys\nfrom genvdis.cli import app\nsys.argv = ['genvdis', 'fetch', 'pima']\n"
+    code += "try:\n    app()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+    assert _loaded_after(code, watch=RUNNING) == ["pydantic"]  # typer's, for its options
+    assert list(mirror_env.rglob("pima-indians-diabetes.data"))
+
+
 def test_a_built_in_name_parses_its_own_config_file_only(tmp_path, monkeypatch):
     """`genvdis run pima` reads pima.yaml, not all the shipped configs (a tenth of a second)."""
     from genvdis.config import builtin

@@ -20,11 +20,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from genvdis.data.fetch import RemoteFile, fetch_file
 from genvdis.errors import UserError
+
+if TYPE_CHECKING:  # pandas is imported where a table is read: `genvdis fetch` needs none
+    import pandas as pd
 
 MISSING = ["?"]
 UCI_LICENCE = "CC BY 4.0"
@@ -67,6 +69,8 @@ class RawData:
 
 
 def _read_csv(path: Path, names: list[str], **options: object) -> pd.DataFrame:
+    import pandas as pd
+
     frame = pd.read_csv(
         path,
         header=None,
@@ -84,6 +88,8 @@ def _csv_parser(names: list[str], **options: object) -> Callable[[list[Path]], p
     """A parser for datasets whose files are plain CSV, read and stacked in order."""
 
     def parse(paths: list[Path]) -> pd.DataFrame:
+        import pandas as pd
+
         return pd.concat([_read_csv(p, names, **options) for p in paths], ignore_index=True)
 
     return parse
@@ -92,6 +98,8 @@ def _csv_parser(names: list[str], **options: object) -> Callable[[list[Path]], p
 def _parse_adult(paths: list[Path]) -> pd.DataFrame:
     """adult.data + adult.test; the test file opens with '|1x3 Cross validator' and its
     labels end with '.' (">50K.")."""
+    import pandas as pd
+
     frames = [_read_csv(p, ADULT_COLUMNS, comment="|") for p in paths]
     frame = pd.concat(frames, ignore_index=True).dropna(how="all")
     frame["income"] = frame["income"].str.rstrip(".")
@@ -100,6 +108,8 @@ def _parse_adult(paths: list[Path]) -> pd.DataFrame:
 
 def _parse_whitespace(names: list[str]) -> Callable[[list[Path]], pd.DataFrame]:
     def parse(paths: list[Path]) -> pd.DataFrame:
+        import pandas as pd
+
         frames = [pd.read_csv(p, sep=r"\s+", header=None, names=names, dtype=str) for p in paths]
         return pd.concat(frames, ignore_index=True)
 
@@ -108,6 +118,8 @@ def _parse_whitespace(names: list[str]) -> Callable[[list[Path]], pd.DataFrame]:
 
 def _parse_promoters(paths: list[Path]) -> pd.DataFrame:
     """'+,S10,\\t\\tsequence': the 57-base sequence becomes 57 categorical positions."""
+    import pandas as pd
+
     rows = []
     for line in paths[0].read_text().splitlines():
         if not line.strip():
@@ -120,6 +132,8 @@ def _parse_promoters(paths: list[Path]) -> pd.DataFrame:
 
 def _parse_sick(paths: list[Path]) -> pd.DataFrame:
     """sick.data + sick.test; labels carry the record id: 'negative.|3733'."""
+    import pandas as pd
+
     frame = pd.concat([_read_csv(p, SICK_COLUMNS) for p in paths], ignore_index=True)
     frame["class"] = frame["class"].str.split("|").str[0].str.rstrip(".")
     return frame
@@ -318,6 +332,8 @@ def provenance(info: DatasetInfo) -> str:
 
 def dataset_table() -> pd.DataFrame:
     """One row per registered dataset: what `genvdis datasets` prints (needs no download)."""
+    import pandas as pd
+
     rows = []
     for info in REGISTRY.values():
         kinds = list(info.attributes.values())
