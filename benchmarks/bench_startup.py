@@ -9,9 +9,12 @@ the machine), each the minimum of --repeat rounds; the rounds interleave the mea
 that the machine's load drifts over all of them alike. It prints:
 - `import genvdis.cli`: the import alone, timed inside a fresh interpreter (its CPU column is
   the whole interpreter's);
-- `genvdis --help`: the whole process, as a user types it;
+- `genvdis --help`, `genvdis fetch DATASET` (--dataset, default pima; a cache hit after the
+  first round): the whole process, as a user types it;
 - first task: from process start to the first block of splits (imports and the run's set-up:
   config, data, plan, run folder), for `genvdis run CONFIG --jobs 1`;
+- `--jobs 1, every run checkpointed`: the same run with GENVDIS_CHECKPOINT_FROM=0, which
+  writes .checkpoints/ however short the run (what a run below planning.CHECKPOINT_FROM saves);
 - end to end, `--jobs 1`: `genvdis run CONFIG --splits S --jobs 1`, against the loop of
   benchmarks/bench_engine.py (`baseline`, one scikit-learn fit per split, BLAS on one thread)
   over the same splits of every m, data loading included;
@@ -19,7 +22,8 @@ that the machine's load drifts over all of them alike. It prints:
   once, each with half of the m grid.
 --no-sklearn leaves the loop out (to compare genvdis before and after a change quickly).
 --against DIR times another checkout's genvdis too (its code on PYTHONPATH, this venv's
-libraries), each round measuring both sides in turn.
+libraries), each round measuring both sides in turn. Run it from outside both checkouts: a
+child `python -c` puts the current folder first on its path.
 A first untimed `genvdis run` per side fills the data cache, numba's cache and the .pyc files;
 the children run without PYTHONDONTWRITEBYTECODE (else every process compiles genvdis's
 modules from source, ~0.1 s, which an installed package never does).
@@ -48,6 +52,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+CHECKPOINT_ENV = "GENVDIS_CHECKPOINT_FROM"  # genvdis.experiment.planning's (not imported here)
 IMPORT_CLI = (
     "import time; t = time.perf_counter(); import genvdis.cli; print(time.perf_counter() - t)"
 )
@@ -114,7 +119,7 @@ def _genvdis(config: str, splits: int, jobs: int, out: Path, *extra: str) -> lis
     return [str(Path(sys.executable).with_name("genvdis")), *run, *extra]  # as users type it
 
 
-def _genvdis_round(config: str, splits: int, out: Path, tree: str | None) -> dict:
+def _genvdis_round(config: str, splits: int, out: Path, tree: str | None, dataset: str) -> dict:
     """The genvdis measurements of one round, on one side, in fresh processes and folders."""
     env, me = _env(tree), [sys.executable, str(Path(__file__).resolve())]
     cpu = _cpu()
@@ -126,17 +131,23 @@ def _genvdis_round(config: str, splits: int, out: Path, tree: str | None) -> dic
     return {
         "import genvdis.cli": (float(done.stdout), cpu),
         "genvdis --help": _wall([cli, "--help"], env=env),
+        f"genvdis fetch {dataset}": _wall([cli, "fetch", dataset], env=env),
         "first task (--jobs 1)": _wall([*me, "--first-task", *first, "-q"], env=env),
         "genvdis --jobs 1": _wall(_genvdis(config, splits, 1, out / "j1"), env=env),
+        "genvdis --jobs 1, every run checkpointed": _wall(
+            _genvdis(config, splits, 1, out / "j1c"), env={**env, CHECKPOINT_ENV: "0"}
+        ),
         "genvdis --jobs 2": _wall(_genvdis(config, splits, 2, out / "j2"), env=env),
     }
 
 
 def _round(args: argparse.Namespace, scratch: Path, n: int) -> dict[str, tuple[float, float]]:
     """One measurement of everything: this checkout, then --against's, then the loop."""
-    times = _genvdis_round(args.config, args.splits, scratch / f"this{n}", None)
+    times = _genvdis_round(args.config, args.splits, scratch / f"this{n}", None, args.dataset)
     if args.against:
-        other = _genvdis_round(args.config, args.splits, scratch / f"other{n}", args.against)
+        other = _genvdis_round(
+            args.config, args.splits, scratch / f"other{n}", args.against, args.dataset
+        )
         times.update({f"{key} [against]": value for key, value in other.items()})
     if not args.no_sklearn:
         sk = [sys.executable, str(Path(__file__).resolve()), "--sklearn", args.config]
@@ -205,6 +216,10 @@ def _report(args: argparse.Namespace, rounds: list[dict]) -> None:
             if loop in best:
                 ratio = best[loop] / best[f"genvdis --jobs {jobs}{side}"]
                 print(f"  end to end, --jobs {jobs}{side}: {ratio:.1f}x the scikit-learn loop")
+    checkpointed = "genvdis --jobs 1, every run checkpointed"
+    ratio = best[checkpointed] / best["genvdis --jobs 1"]
+    saved = cpu[checkpointed] - cpu["genvdis --jobs 1"]
+    print(f"  --jobs 1, every run checkpointed: {ratio:.2f}x the wall time ({saved:+.2f} s CPU)")
     if args.against:
         for jobs in (1, 2):
             key = f"genvdis --jobs {jobs}"
@@ -222,6 +237,7 @@ def main() -> None:
     parser.add_argument("--crossover", nargs="+", help="configs: --jobs 1 vs two workers")
     parser.add_argument("--cold", nargs="*", help="the first run (numba's cache empty) of configs")
     parser.add_argument("--jobs", type=int, default=1, help="--cold's --jobs (default 1)")
+    parser.add_argument("--dataset", default="pima", help="what `genvdis fetch` is timed on")
     parser.add_argument("--first-task", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     parser.add_argument("--sklearn", help=argparse.SUPPRESS)
     parser.add_argument("--part", type=int, default=0, help=argparse.SUPPRESS)
