@@ -77,3 +77,16 @@ def test_a_short_run_ignores_and_clears_checkpoints_left_in_its_folder(
     assert _run_seeing_checkpoints(tmp_path, monkeypatch, config, tmp_path / "out") == [0, 0]
     assert not stale.exists()
     assert (tmp_path / "out" / "toy" / "summary.csv").is_file()
+
+
+def test_a_bad_threshold_stops_the_command_with_one_line_and_exit_2(
+    tmp_path, monkeypatch, write_toy, toy_config
+):
+    config = write_toy(tmp_path / "cfg", toy_config("sizes: [10, 20]", "splits: 2"))
+    monkeypatch.setenv(planning.CHECKPOINT_ENV, "soon")
+    result = CliRunner().invoke(app, ["run", str(config), "--out", str(tmp_path / "out"), "-q"])
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: {config}: {planning.CHECKPOINT_ENV}='soon': give CPU seconds, a number >= 0\n"
+    )
+    assert not (tmp_path / "out" / "toy" / "errors.csv").exists()
