@@ -1,7 +1,7 @@
 """genvdis against the fair anchor of issue 33: a per-split loop that does the same work.
 
     GENVDIS_MIRROR=/work/shared/uci OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 \
-        python benchmarks/bench_anchor.py [--repeat 3] [CONFIG[:SPLITS] ...]
+        python benchmarks/bench_anchor.py [--repeat 3] [--hopsy-sets K] [CONFIG[:SPLITS] ...]
 
 Needs the `bench` extra (hopsy). Default: voting and optdigits-2v3 at 100 splits, pima at 1000.
 For each config, on the same splits (genvdis's own draws, `splits.draw_block`), one thread, CPU
