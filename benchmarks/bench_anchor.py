@@ -54,12 +54,12 @@ from genvdis.experiment.engine import run_block
 from genvdis.experiment.planning import plan_tasks
 from genvdis.experiment.splits import draw_block
 from genvdis.models.logistic.separable import hyperplanes, sampler
+from genvdis.models.logistic_regression import TRAJECTORIES  # the default per separable set
 
 from _setup import load
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT = ["configs/voting.yaml:100", "configs/optdigits-2v3.yaml:100", "configs/pima.yaml:1000"]
-TRAJECTORIES = 30  # genvdis's default per separable set (`mcmc_iterations`)
 
 
 def integrated_time(x: np.ndarray) -> float:
