@@ -1,0 +1,99 @@
+"""What workers cost: the CPU seconds of `genvdis run --jobs 1` against two loky workers and a
+dask LocalCluster of two workers, on the same config and splits, in fresh processes.
+
+    GENVDIS_MIRROR=../shared/uci python benchmarks/bench_workers.py \
+        [--config configs/optdigits-2v3.yaml:1000 configs/adult-discrete.yaml:500] [--repeat 3] \
+        [--against OTHER_CHECKOUT]
+
+Each --config is PATH:SPLITS. Workers cost CPU the run's own process does not spend: their
+start-up (imports, numba's cache), and whatever the data's passing costs (pickling it per task,
+or sending it once). The figure is CPU, not wall, time: the sum over the run's process and its
+workers (reaped at the run's end, so counted in RUSAGE_CHILDREN), steadier than wall time when
+other work shares the machine. Every case is the minimum of --repeat rounds; the rounds
+interleave the cases so that the machine's load drifts over all of them alike. The runs use
+--force, so that a short run is not kept in-process by the planner. --against DIR measures
+another checkout's genvdis too (its code first on PYTHONPATH, this venv's libraries), in the same
+rounds, side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+CASES = {  # name: extra arguments of `genvdis run`
+    "--jobs 1": ["--jobs", "1"],
+    "loky, 2 workers": ["--jobs", "2", "--force"],
+    "dask, 2 workers": ["--jobs", "2", "--force", "--backend", "dask"],
+}
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _env(tree: str | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    if tree:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [tree, env.get("PYTHONPATH")]))
+    return env
+
+
+def _run(config: str, splits: int, extra: list[str], out: Path, tree: str | None) -> float:
+    """CPU seconds of one `genvdis run` (python -m genvdis: the same for every checkout)."""
+    command = [sys.executable, "-m", "genvdis", "run", config, "--splits", str(splits)]
+    command += [*extra, "--out", str(out), "-q"]
+    cpu = _cpu()
+    done = subprocess.run(command, env=_env(tree), capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"failed: {' '.join(command)}\n{done.stderr[-2000:]}")
+    return _cpu() - cpu
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--config",
+        nargs="+",
+        default=["configs/optdigits-2v3.yaml:1000", "configs/adult-discrete.yaml:500"],
+    )
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--against", help="another checkout, measured in the same rounds")
+    parser.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
+    args = parser.parse_args()
+    sides = {"this": None, **({"against": args.against} if args.against else {})}
+    configs = [(path, int(splits)) for path, splits in (c.rsplit(":", 1) for c in args.config)]
+    cpu: dict[tuple, list[float]] = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        for config, _ in configs:  # untimed: data cache, numba's cache (a worker's read-only
+            for case in args.cases:  # arrays are kernel signatures of their own), .pyc files
+                for tree in sides.values():
+                    warm = Path(scratch) / f"warm-{case[:4]}-{tree is None}"
+                    _run(config, 20, CASES[case], warm, tree)
+        for n in range(args.repeat):
+            for config, splits in configs:
+                for case in args.cases:
+                    for side, tree in sides.items():
+                        out = Path(scratch) / f"{side}-{n}-{Path(config).stem}-{case[:4]}"
+                        key = (config, case, side)
+                        cpu.setdefault(key, []).append(_run(config, splits, CASES[case], out, tree))
+    print(f"CPU s, min of {args.repeat} (shared machine); ratio: over --jobs 1 of the same side")
+    header = "".join(f" {side + ' CPU s':>14} {'ratio':>6}" for side in sides)
+    print(f"{'config':34} {'case':16}{header}")
+    for config, splits in configs:
+        for case in args.cases:
+            row = ""
+            for side in sides:
+                best, base = min(cpu[config, case, side]), min(cpu[config, "--jobs 1", side])
+                row += f" {best:14.2f} {best / base:6.2f}"
+            print(f"{Path(config).stem + f' ({splits} splits)':34} {case:16}{row}")
+
+
+if __name__ == "__main__":
+    main()
