@@ -1,7 +1,7 @@
 """Where work runs: a run's tasks on loky worker processes, threads or a dask cluster
 (`parallel`, `map_unordered`), and independent per-run work (a panel's analysis, a figure, a
 theory's n) on forked processes (`map_ordered`), with one rule for how many workers
-(`worker_count`), and how a run's data reach its workers once (`shipped`, `received`).
+(`worker_count`).
 
 Results never depend on this choice (see genvdis.experiment.engine); what it must get right is
 the machine's share: no more workers than tasks or cores (unless asked, with --force), no
@@ -20,14 +20,11 @@ import contextlib
 import logging
 import multiprocessing
 import os
-import shutil
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from genvdis.errors import UserError
@@ -137,53 +134,6 @@ def map_ordered(
         except BaseException:
             executor.shutdown(wait=False, cancel_futures=True)
             raise
-
-
-@dataclass(frozen=True)
-class Shipped:
-    """Where a run's data wait for its loky workers: a joblib dump, one per run."""
-
-    path: str
-
-
-# the data a worker process has received (`received`), by dump: the last run's only
-_RECEIVED: dict[str, Any] = {}
-
-
-@contextlib.contextmanager
-def shipped(data: T, backend: str, jobs: int) -> Iterator[T | Shipped]:
-    """What a run's tasks take as their data. Loky pickles a task's arguments with every task,
-    and memory-maps only arrays over its threshold (1 MB), which a mid-sized table's are not
-    (optdigits-2v3: 2 MB in a dozen arrays, pickled 48 times a run): its workers get a
-    `Shipped` instead, a dump written once here and memory-mapped once per worker
-    (`received`), which keeps what the fits derive from the data (`EncodedData.derived`) too.
-    Threads share `data` itself, and dask has it from `parallel`'s scatter. The dump is
-    removed when the run ends."""
-    if in_process(backend, jobs) or backend != "loky":
-        yield data
-        return
-    import joblib
-
-    folder = tempfile.mkdtemp(prefix="genvdis-data-")
-    try:
-        path = os.path.join(folder, "data.pkl")
-        joblib.dump(data, path)
-        yield Shipped(path)
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def received(data: T | Shipped) -> T:
-    """A task's data: a `Shipped` dump loaded on a worker's first task of the run, read-only
-    and memory-mapped (the workers share its pages), then kept for the run's other tasks."""
-    if not isinstance(data, Shipped):
-        return data
-    if data.path not in _RECEIVED:
-        import joblib
-
-        _RECEIVED.clear()  # a previous run's data: not needed again
-        _RECEIVED[data.path] = joblib.load(data.path, mmap_mode="r")
-    return _RECEIVED[data.path]
 
 
 @contextlib.contextmanager

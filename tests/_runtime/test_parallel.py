@@ -7,7 +7,6 @@ import filecmp
 import os
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -179,27 +178,3 @@ def test_report_serves_one_folder_only(tmp_path):
     assert result.exit_code == 2
     assert "error: --serve serves one results folder, not 2" in result.output
     assert not (one / "REPORT.md").exists()
-
-
-# --- a run's data reach its workers once ---------------------------------------------------------
-
-
-def test_loky_workers_get_one_dump_mapped_read_only_and_removed_when_the_run_ends():
-    data = {"x": np.arange(12.0).reshape(3, 4), "y": np.array([0, 1, 1])}
-    with pool.shipped(data, "loky", 2) as handle:
-        assert isinstance(handle, pool.Shipped)
-        folder = Path(handle.path).parent
-        got = pool.received(handle)
-        assert got is pool.received(handle)  # loaded once, kept for the run's other tasks
-        np.testing.assert_array_equal(got["x"], data["x"])
-        assert not got["x"].flags.writeable  # memory-mapped: the workers share its pages
-    assert not folder.exists()
-
-
-@pytest.mark.parametrize(("backend", "jobs"), [("loky", 1), ("threading", 2), ("dask", 2)])
-def test_threads_dask_and_one_job_get_the_data_itself(backend, jobs):
-    """Threads share the run's memory, and dask's workers have the data from its scatter."""
-    data = {"x": np.zeros(3)}
-    with pool.shipped(data, backend, jobs) as handle:
-        assert handle is data
-        assert pool.received(handle) is data

@@ -7,10 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from genvdis._runtime import parallel
 from genvdis._runtime.streams import stream_keys
-from genvdis.config.experiment import load_config
-from genvdis.experiment.engine import Protocol, run_block, run_experiment
+from genvdis.experiment.engine import Protocol, run_block
 from genvdis.experiment.scoring import EncodedData
 from genvdis.experiment.splits import draw_block, draw_training_block
 from genvdis.models.lda import LDA
@@ -243,42 +241,3 @@ def test_scoring_in_pieces_of_splits_gives_the_same_errors(monkeypatch, test):
     monkeypatch.setattr(shortcalls, "CALL_SECONDS", 0.0)
     pd.testing.assert_frame_equal(run_block(data, models, 30, range(0, 12), protocol), whole)
     assert pieces == [1] * 12
-
-
-# --- issue 33 §4: a run's data reach its loky workers once ---------------------------------------
-
-
-def test_a_block_on_the_data_as_a_worker_receives_it_gives_the_same_rows():
-    """A loky worker's data are a read-only memory map of one dump (`parallel.received`): the
-    fits never write into them, and give the numbers the run's own arrays give."""
-    X, y, layout = mixed_data(seed=3)
-    data = EncodedData.encode(X, y, layout)
-    models = [NaiveBayes(layout), LogisticRegression(layout), LDA(layout)]
-    protocol = Protocol(5, "stratified", "rest")
-    with parallel.shipped(data, "loky", 2) as handle:
-        mapped = parallel.received(handle)
-        assert not mapped.onehot.flags.writeable
-        for m in (8, 40):  # separable (the sampler), and not
-            expected = run_block(data, models, m, range(0, 12), protocol)
-            pd.testing.assert_frame_equal(
-                run_block(mapped, models, m, range(0, 12), protocol), expected
-            )
-
-
-def test_a_loky_run_passes_its_tasks_a_handle_not_the_data(
-    tmp_path, monkeypatch, toy_config, write_toy
-):
-    """A handle whose dump each worker maps once: the data are not pickled with every task."""
-    path = write_toy(tmp_path, toy_config("sizes: [10, 40]", "splits: 6", "block_size: 2"))
-    config = load_config(path)
-    passed, dispatch = [], parallel.map_unordered
-
-    def recording(function, calls, backend, jobs):
-        calls = list(calls)
-        passed.extend(type(args[0]) for args in calls)
-        return dispatch(function, calls, backend, jobs)
-
-    monkeypatch.setattr(parallel, "map_unordered", recording)
-    run_experiment(config, tmp_path / "out", jobs=2, force=True, base_dir=path.parent)
-    assert passed and set(passed) == {parallel.Shipped}
-    assert (tmp_path / "out" / config.name / "errors.csv").exists()
