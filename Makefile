@@ -34,16 +34,14 @@ $(STAMP): pyproject.toml
 
 # pytest-xdist with two workers, not -n auto: many tests start their own worker pools or
 # subprocesses, so more test workers than the 2 cores we measure on only queue (TEST_JOBS=N to
-# change it); --dist worksteal: a worker that runs out of tests takes queued ones from the other,
-# so the long tests do not leave one worker idle at the end. test-fast leaves out the tests
-# marked slow (over ~2 s each): a quick loop.
+# change it). test-fast leaves out the tests marked slow (over ~2 s each): a quick loop.
 TEST_JOBS ?= 2
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -n $(TEST_JOBS) --dist worksteal
+	$(BIN)/python -m pytest -n $(TEST_JOBS)
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -n $(TEST_JOBS) --dist worksteal -m "not slow"
+	$(BIN)/python -m pytest -n $(TEST_JOBS) -m "not slow"
 
 # ruff, then the import rules (pyproject.toml's import-linter contract, docs/architecture.md)
 lint: $(STAMP)
