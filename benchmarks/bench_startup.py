@@ -90,12 +90,13 @@ def _sklearn(path: str, splits: int, part: int, parts: int) -> None:
         baseline(data, m, range(splits), protocol)
 
 
-def _cpu() -> float:
+def children_cpu() -> float:
+    """CPU seconds (user + system) of this process's reaped children so far."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
 
 
-def _env(tree: str | None) -> dict[str, str]:
+def child_env(tree: str | None) -> dict[str, str]:
     """The children's environment: bytecode caching on; `tree`'s genvdis first on the path."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     if tree:
@@ -106,12 +107,14 @@ def _env(tree: str | None) -> dict[str, str]:
 def _wall(*commands: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
     """Seconds from starting the commands (at once) until the last one ends, and the CPU
     seconds they used (steadier than wall time on a shared machine)."""
-    started, cpu = time.perf_counter(), _cpu()
-    procs = [subprocess.Popen(c, stdout=subprocess.PIPE, env=env or _env(None)) for c in commands]
+    started, cpu = time.perf_counter(), children_cpu()
+    procs = [
+        subprocess.Popen(c, stdout=subprocess.PIPE, env=env or child_env(None)) for c in commands
+    ]
     for proc, command in zip(procs, commands, strict=True):
         if proc.wait() != 0:
             sys.exit(f"failed: {' '.join(command)}")
-    return time.perf_counter() - started, _cpu() - cpu
+    return time.perf_counter() - started, children_cpu() - cpu
 
 
 def _genvdis(config: str, splits: int, jobs: int, out: Path, *extra: str) -> list[str]:
@@ -121,11 +124,11 @@ def _genvdis(config: str, splits: int, jobs: int, out: Path, *extra: str) -> lis
 
 def _genvdis_round(config: str, splits: int, out: Path, tree: str | None, dataset: str) -> dict:
     """The genvdis measurements of one round, on one side, in fresh processes and folders."""
-    env, me = _env(tree), [sys.executable, str(Path(__file__).resolve())]
-    cpu = _cpu()
+    env, me = child_env(tree), [sys.executable, str(Path(__file__).resolve())]
+    cpu = children_cpu()
     done = subprocess.run([sys.executable, "-c", IMPORT_CLI], capture_output=True, text=True,
                           env=env)  # fmt: skip
-    cpu = _cpu() - cpu
+    cpu = children_cpu() - cpu
     first = ["run", config, "--splits", "10", "--jobs", "1", "--out", str(out / "first")]
     cli = str(Path(sys.executable).with_name("genvdis"))
     return {
@@ -188,7 +191,7 @@ def _cold(args: argparse.Namespace, scratch: Path) -> None:
     times: dict[str, list[tuple[float, float]]] = {side: [] for side in sides}
     for n in range(args.repeat):
         for side, tree in sides.items():
-            env = {**_env(tree), "NUMBA_CACHE_DIR": str(scratch / f"numba-{side}-{n}")}
+            env = {**child_env(tree), "NUMBA_CACHE_DIR": str(scratch / f"numba-{side}-{n}")}
             command = _genvdis(configs[0], args.splits, args.jobs, scratch / f"{side}{n}")
             command[3:3] = configs[1:]  # `run CONFIG CONFIG...`: one run of them all
             times[side].append(_wall(command, env=env))
@@ -252,7 +255,7 @@ def main() -> None:
         if args.cold is not None:
             return _cold(args, scratch)
         for tree in (None, args.against) if args.against else (None,):  # caches, untimed
-            _wall(_genvdis(args.config, 10, 1, scratch / "warm"), env=_env(tree))
+            _wall(_genvdis(args.config, 10, 1, scratch / "warm"), env=child_env(tree))
         if args.crossover:
             return _crossover(args.crossover, args.splits, args.repeat, scratch)
         rounds = [_round(args, scratch, n) for n in range(args.repeat)]

@@ -19,12 +19,12 @@ rounds, side by side.
 from __future__ import annotations
 
 import argparse
-import os
-import resource
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from bench_startup import child_env, children_cpu
 
 CASES = {  # name: extra arguments of `genvdis run`
     "--jobs 1": ["--jobs", "1"],
@@ -33,27 +33,15 @@ CASES = {  # name: extra arguments of `genvdis run`
 }
 
 
-def _cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def _env(tree: str | None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    if tree:
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [tree, env.get("PYTHONPATH")]))
-    return env
-
-
 def _run(config: str, splits: int, extra: list[str], out: Path, tree: str | None) -> float:
     """CPU seconds of one `genvdis run` (python -m genvdis: the same for every checkout)."""
     command = [sys.executable, "-m", "genvdis", "run", config, "--splits", str(splits)]
     command += [*extra, "--out", str(out), "-q"]
-    cpu = _cpu()
-    done = subprocess.run(command, env=_env(tree), capture_output=True, text=True)
+    cpu = children_cpu()
+    done = subprocess.run(command, env=child_env(tree), capture_output=True, text=True)
     if done.returncode != 0:
         sys.exit(f"failed: {' '.join(command)}\n{done.stderr[-2000:]}")
-    return _cpu() - cpu
+    return children_cpu() - cpu
 
 
 def main() -> None:
