@@ -108,9 +108,8 @@ def _wall(*commands: list[str], env: dict[str, str] | None = None) -> tuple[floa
     """Seconds from starting the commands (at once) until the last one ends, and the CPU
     seconds they used (steadier than wall time on a shared machine)."""
     started, cpu = time.perf_counter(), children_cpu()
-    procs = [
-        subprocess.Popen(c, stdout=subprocess.PIPE, env=env or child_env(None)) for c in commands
-    ]
+    env = env or child_env(None)
+    procs = [subprocess.Popen(c, stdout=subprocess.PIPE, env=env) for c in commands]
     for proc, command in zip(procs, commands, strict=True):
         if proc.wait() != 0:
             sys.exit(f"failed: {' '.join(command)}")
