@@ -189,6 +189,12 @@ VOTES = [
     "duty-free-exports", "export-administration-act-south-africa",
 ]  # fmt: skip
 
+# --- study datasets, part 1: columns and parsers ---
+
+
+# --- study datasets, part 2: columns and parsers ---
+
+
 REGISTRY_FILE = "registry.txt"
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
@@ -293,6 +299,14 @@ REGISTRY: dict[str, DatasetInfo] = {
             "voting", "1984 US Congressional voting records (party)",
             _csv_parser(["party", *VOTES]), _kinds(discrete=VOTES), "party",
         ),
+        # --- study datasets, part 1 ---
+
+
+
+        # --- study datasets, part 2 ---
+
+
+
     ]
 }  # fmt: skip
 
