@@ -8,6 +8,7 @@ Heavy libraries are imported inside the functions: `import genvdis` stays cheap.
 from __future__ import annotations
 
 import contextlib
+import functools
 import operator
 import os
 from collections.abc import Iterator
@@ -19,7 +20,7 @@ from genvdis.runresults import Results, open_results
 
 __all__ = [
     "Results", "check_distinct_names", "check_distinct_panels", "check_run_options", "load_config",
-    "open_results", "run", "sweep",
+    "open_results", "run", "run_study", "sweep",
 ]  # fmt: skip
 
 if TYPE_CHECKING:
@@ -540,6 +541,84 @@ def sweep(
         for where, config, path in named
     ]
     return sweeps.run_sweeps(plans, Path(out), mirror=mirror, **options)
+
+
+def run_study(
+    configs: str | Path | Sequence[str | Path] | None = None,
+    *,
+    splits: int | None = None,
+    seed: int | None = None,
+    out: str | Path = "results",
+    mirror: str | None = None,
+    skip_invalid: bool = False,
+    **options: Any,
+) -> list[Results]:
+    """Run many configs in one pool of workers, as `genvdis study` does (docs/usage.md).
+
+    Parameters
+    ----------
+    configs : str or Path, or a list of them, optional
+        Config files, folders of configs (their ``*.yaml`` files) or built-in names; each
+        run goes into ``<out>/<name>/``. None: the built-in study, the Figure 1 panels into
+        ``<out>/`` and every config of ``configs/study/`` into ``<out>/study/``.
+    splits, seed, out, mirror
+        As `run` takes them; ``options`` are `run`'s jobs, backend, scheduler, progress,
+        force, wait and allow_imports.
+    skip_invalid : bool
+        Leave out, with a warning, a config that does not check (its schema, dataset, data or
+        m grid), instead of refusing the whole study before it starts.
+
+    Returns
+    -------
+    list of Results
+        Every run, in the configs' order; each run's files are the bytes `run` writes for the
+        same config, splits and seed.
+    """
+    from genvdis.experiment import study
+
+    unknown = [key for key in options if key not in RUN_OPTIONS]
+    if unknown:
+        raise UserError(f"run_study: no argument '{unknown[0]}' (run's: {', '.join(RUN_OPTIONS)})")
+    options = _run_options(**options)
+    splits, seed = _optional_whole("splits", splits), _optional_whole("seed", seed)
+    skip = _flag("skip_invalid", skip_invalid)
+    _path_arg("out", out, "the results folder")
+    mirror = _mirror_arg(mirror)
+    if configs is None:
+        entries = study.builtin_entries(Path(out))
+    else:
+        sources = _sources(
+            "configs", configs if not isinstance(configs, str | os.PathLike) else [configs]
+        )
+        for source in sources:
+            _path_arg("configs", source, "a config file, a folder or a built-in name")
+        entries = study.collect(sources, Path(out))
+    loaded = []
+    for entry in entries:
+        config = study.checked(
+            entry.source, skip, functools.partial(_study_config, entry, splits, seed)
+        )
+        if config is not None:
+            loaded.append((entry.source, entry, config))
+    for folder in sorted(
+        {entry.out for _, entry, _ in loaded}
+    ):  # one folder's runs: distinct names
+        named = [(label, config) for label, entry, config in loaded if entry.out == folder]
+        check_distinct_names(named)
+        check_distinct_panels(named)
+    done = study.run_study(loaded, mirror=mirror, skip=skip, **options)
+    return [Results(path) for path in done]
+
+
+def _study_config(entry: Any, splits: int | None, seed: int | None) -> ExperimentConfig:
+    """A study's config, checked as `run` checks one: its file, the overrides, --out."""
+    from genvdis.experiment import study
+    from genvdis.store import results
+
+    config = study.load(entry).with_overrides(splits=splits, seed=seed)
+    results.prepare_output(entry.out, config.name)
+    check_inputs_kept(entry.source, config, entry.out)
+    return config
 
 
 def run_theory(config: Any, out: str | Path = "results", **options: Any) -> Path:

@@ -305,6 +305,50 @@ def sweep(
 
 @app.command()
 @_guarded
+def study(
+    paths: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Config files, folders of configs, or built-in names (default: the built-in "
+            "study: the Figure 1 panels and configs/study/).",
+            show_default=False,
+        ),
+    ] = None,
+    splits: Splits = None,
+    jobs: Jobs = 1,
+    seed: SeedOption = None,
+    out: Out = Path("results"),
+    backend: Backend = "loky",
+    scheduler: Scheduler = None,
+    mirror: Mirror = None,
+    skip_invalid: Annotated[
+        bool,
+        typer.Option(
+            "--skip-invalid",
+            help="Leave out, with a warning, a config that does not check (default: refuse "
+            "the study before it starts).",
+        ),
+    ] = False,
+    quiet: Quiet = False,
+    wait: Wait = False,
+    force: Force = False,
+    allow_import: AllowImport = None,
+) -> None:
+    """Run many configs in one pool of workers: each into <out>/<name>/, as `run` writes it."""
+    _load_engine()
+    from genvdis import api
+
+    api.run_study(
+        paths or None, splits=splits, seed=seed, out=out, mirror=mirror,
+        skip_invalid=skip_invalid, jobs=jobs, backend=backend, scheduler=scheduler,
+        progress=_start_run(quiet), force=force, wait=wait, allow_imports=allow_import or (),
+    )  # fmt: skip
+    # After every config is done, the study report is written here: the cross-dataset
+    # analysis of issue 32 (STUDY.md, study.csv, figures) over the runs just made.
+
+
+@app.command()
+@_guarded
 def theory(
     configs: Annotated[
         list[str], typer.Argument(help="Theory YAML configs, or built-in names (genvdis configs).")

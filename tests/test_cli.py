@@ -482,3 +482,28 @@ def test_init_proposes_no_m_that_takes_every_row_of_the_smaller_class(tmp_path):
     assert result.exit_code == 0, result.output
     (tmp_path / "rare.yaml").write_text((tmp_path / "rare.yaml").read_text().replace("44]", "45]"))
     assert_user_error(invoke("validate", str(tmp_path / "rare.yaml")), "m=45", "'positive'")
+
+
+def test_study_refuses_a_bad_config_before_anything_runs(work, tiny):
+    out, folder = work / "results", work / "configs"
+    folder.mkdir()
+    shutil.copyfile(work / "toy.csv", folder / "toy.csv")
+    write(folder, tiny, "good.yaml")
+    write(folder, tiny.replace("name: toy", "name: other") + "colour: red\n", "bad.yaml")
+    result = invoke("study", str(folder), "--out", str(out))
+    assert_user_error(result, "bad.yaml", "colour", out=out)
+
+
+def test_study_runs_a_folder_and_says_what_it_wrote(work, tiny):
+    out, folder = work / "results", work / "configs"
+    folder.mkdir()
+    shutil.copyfile(work / "toy.csv", folder / "toy.csv")
+    write(folder, tiny, "one.yaml")
+    write(folder, tiny.replace("name: toy", "name: two"), "two.yaml")
+    result = invoke("study", str(folder), "--out", str(out), "--splits", "2")
+    assert result.exit_code == 0, result.output
+    for name in ("toy", "two"):
+        assert f"{name}: wrote {out / name}" in result.stderr
+        assert (out / name / "manifest.json").is_file()
+    again = invoke("study", str(folder), "--out", str(out), "--splits", "2")
+    assert "toy: up to date" in again.stderr and "wrote" not in again.stderr

@@ -208,6 +208,7 @@ class Run:
     plan: Plan
     resolved: dict
     checkpointed: bool = True  # planning.checkpointed: False for runs too short to resume
+    cpu_seconds: float = 0.0  # the planner's estimate (inf: estimator entries, unknown)
 
     @property
     def key(self) -> str:
@@ -239,6 +240,36 @@ def run_experiment(
     `progress` is told of the blocks as they finish (default: nothing shown); `raw`, the
     config's table if the caller has read it already (a sweep reads each table once)."""
     tuning.tune_process()  # the run's parent; each worker tunes itself in `_task`
+    run, workers = prepare_run(
+        config, out_dir, jobs=jobs, backend=backend, scheduler=scheduler, mirror=mirror,
+        base_dir=base_dir, force=force, allow_imports=allow_imports, folder=folder, raw=raw,
+    )  # fmt: skip
+    with runlock.hold(run.run_dir, wait):
+        if not already_done(run):
+            _compute(run, workers, backend, scheduler, progress or silent)
+    say_warnings(run)
+    return run.run_dir
+
+
+def prepare_run(
+    config: ExperimentConfig,
+    out_dir: Path,
+    *,
+    jobs: int = 1,
+    backend: str = "loky",
+    scheduler: str | None = None,
+    mirror: str | None = None,
+    base_dir: Path = Path("."),
+    force: bool = False,
+    allow_imports: tuple[str, ...] = (),
+    folder: str | None = None,
+    raw: RawData | None = None,
+    workers: int | None = None,
+) -> tuple[Run, int]:
+    """Everything `run_experiment` checks and builds before it takes the folder's lock: the
+    config, its data and m grid, the plan, the bounds, the models and the fingerprint; and
+    the workers it will use. `workers`: a count decided by the caller (a study runs many
+    configs in one pool), checked against the bounds as given; None: `run`'s own rule."""
     run_dir = results.prepare_output(out_dir, folder or config.name)
     estimators.check_config(config.models, allow_imports)
     for line in config.unused_settings:
@@ -255,7 +286,10 @@ def run_experiment(
     # estimator entries' cost is unknown to the estimate: they never stay in-process
     unknown = any(isinstance(spec, estimators.EstimatorSpec) for spec in config.models)
     cpu = math.inf if unknown else work.cpu_seconds()
-    workers = jobs if scheduler else backends.worker_count(jobs, plan.count, force, backend, cpu)
+    if workers is None:
+        workers = (
+            jobs if scheduler else backends.worker_count(jobs, plan.count, force, backend, cpu)
+        )
     planning.check(replace(work, jobs=workers), force, config.name)
     allowed = estimators.allowed_prefixes(allow_imports)
     models = estimators.build_models(config.models, data.layout, allowed, len(data.class_counts))
@@ -265,17 +299,18 @@ def run_experiment(
     resolved["splits_per_block"] = plan.first_blocks()
     resolved["fingerprint"] = results.fingerprint(resolved)
     encoded = EncodedData.from_prepared(data)
-    run = Run(config, run_dir, encoded, models, plan, resolved, planning.checkpointed(cpu))
-    with runlock.hold(run_dir, wait):
-        if not _already_done(run):
-            _compute(run, workers, backend, scheduler, progress or silent)
-    if versions:  # estimator entries: their warnings, once, from the committed summary
-        for line in estimators.warning_lines(runfiles.read_summary(run_dir)):
-            log.warning("%s: %s", config.name, line)
-    return run_dir
+    run = Run(config, run_dir, encoded, models, plan, resolved, planning.checkpointed(cpu), cpu)
+    return run, workers
 
 
-def _already_done(run: Run) -> bool:
+def say_warnings(run: Run) -> None:
+    """Estimator entries' warnings, once, from the committed summary (other runs: nothing)."""
+    if "estimator_versions" in run.resolved:
+        for line in estimators.warning_lines(runfiles.read_summary(run.run_dir)):
+            log.warning("%s: %s", run.config.name, line)
+
+
+def already_done(run: Run) -> bool:
     """Whether the folder holds this run, verified by its manifest; rebuilds summary.csv and
     config.yaml from a verified errors.csv if they are missing or changed."""
     name, run_dir = run.config.name, run.run_dir
@@ -307,16 +342,14 @@ COMPILING = (
 
 def _compute(run: Run, jobs: int, backend: str, scheduler: str | None, progress: Progress) -> None:
     """Every block not checkpointed yet, in parallel, then the results, committed at once."""
-    config, plan, n_models = run.config, run.plan, len(run.models)
-    store = results.CheckpointStore(
-        run.run_dir, run.key, plan.blocks, plan.n_splits, n_models, run.checkpointed
-    )
+    config, plan = run.config, run.plan
+    store = checkpoint_store(run)
     protocol = Protocol.of(config)
     started = time.perf_counter()
     parallel = backends.parallel(backend, jobs, scheduler, scatter=[run.encoded])
     # the limit is process-wide: set it around the whole run too, or thread workers
     # (backend threading, in-process dask) undo each other's limit on exit
-    with tuning.one_thread(), parallel:
+    with tuning.one_thread(), parallel as share:
         kept = store.open()  # once the backend is up: a bad --scheduler leaves no run folder
         todo = ((m, block) for m, block in plan if not store.done(m, block.start))
         if kept:
@@ -325,12 +358,26 @@ def _compute(run: Run, jobs: int, backend: str, scheduler: str | None, progress:
             log.info(COMPILING)
         with progress(config.name, plan.count) as bar, _ctrl_c():
             bar(kept)
-            calls = ((run.encoded, run.models, m, block, protocol) for m, block in todo)
+            data = share(run.encoded)  # sent to each worker once
+            calls = ((data, run.models, m, block, protocol) for m, block in todo)
             for m, start, frame in backends.map_unordered(_task, calls, backend, jobs):
                 store.save(m, start, frame)
                 bar(1)
     elapsed = time.perf_counter() - started
     log.info("%s: %d blocks in %.1f s", config.name, plan.count - kept, elapsed)
+    commit(run, store)
+
+
+def checkpoint_store(run: Run) -> results.CheckpointStore:
+    """The run's checkpoints (on disk only for a run worth resuming), not opened yet."""
+    plan = run.plan
+    return results.CheckpointStore(
+        run.run_dir, run.key, plan.blocks, plan.n_splits, len(run.models), run.checkpointed
+    )
+
+
+def commit(run: Run, store: results.CheckpointStore) -> None:
+    """Every block is done: the run's files, committed at once; the checkpoints go."""
     results.write_results(run.run_dir, store.load_all(), run.resolved, [m.name for m in run.models])
     store.remove()
 
@@ -354,4 +401,4 @@ def _ctrl_c() -> Iterator[None]:
 def _task(data, models, m, block, protocol) -> tuple[int, int, pd.DataFrame]:
     """One block, in whatever process the backend runs it: that process is tuned first."""
     tuning.tune_process()
-    return m, block.start, run_block(data, models, m, block, protocol)
+    return m, block.start, run_block(backends.shared(data), models, m, block, protocol)

@@ -178,3 +178,51 @@ def test_report_serves_one_folder_only(tmp_path):
     assert result.exit_code == 2
     assert "error: --serve serves one results folder, not 2" in result.output
     assert not (one / "REPORT.md").exists()
+
+
+def _where_loaded(handle, task: int) -> tuple[int, bool, float]:
+    """(worker, whether it held the object before this task, a number of the object), in a
+    loky worker."""
+    held = isinstance(handle, pool.Shared) and handle.path in pool._loaded
+    value = pool.shared(handle)
+    return os.getpid(), held, float(value["rows"].sum()) + task * 0
+
+
+@pytest.mark.slow
+def test_loky_workers_read_shared_data_once_each():
+    import numpy as np
+
+    data = {"rows": np.arange(300_000, dtype=np.float64)}  # 2.4 MB: joblib would pickle it
+    with pool.parallel("loky", 2, None) as share:
+        handle = share(data)
+        assert share(data) is handle  # the same object is written once
+        assert isinstance(handle, pool.Shared) and Path(handle.path).is_file()
+        calls = [(handle, task) for task in range(12)]
+        seen = list(pool.map_unordered(_where_loaded, calls, "loky", 2))
+    assert not Path(handle.path).exists()  # the run's folder goes with it
+    assert {total for _, _, total in seen} == {float(data["rows"].sum())}
+    loads = {worker: 0 for worker, _, _ in seen}
+    for worker, held, _ in seen:
+        loads[worker] += not held
+    assert set(loads.values()) == {1}  # each worker read the file once, then kept the object
+
+
+def test_a_worker_keeps_the_last_shared_objects_only(tmp_path, monkeypatch):
+    monkeypatch.setattr(pool, "_loaded", type(pool._loaded)())
+    handles = []
+    for n in range(pool.SHARED_KEPT + 1):
+        (tmp_path / str(n)).mkdir()  # each run's own folder
+        handles.append(pool._Sharer(tmp_path / str(n))([n]))
+    first = pool.shared(handles[0])
+    assert pool.shared(handles[0]) is first  # kept
+    for handle in handles[1:]:
+        assert pool.shared(handle) == [handles.index(handle)]
+    assert len(pool._loaded) == pool.SHARED_KEPT
+    assert pool.shared(handles[0]) == [0] and pool.shared(handles[0]) is not first  # read again
+
+
+def test_in_process_and_in_threads_the_object_itself_is_shared():
+    value = object()
+    for backend, jobs in (("loky", 1), ("threading", 2)):
+        with pool.parallel(backend, jobs, None) as share:
+            assert share(value) is value
