@@ -20,16 +20,11 @@ import contextlib
 import logging
 import multiprocessing
 import os
-import pickle
 import sys
-import tempfile
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypeVar
 
 from genvdis.errors import UserError
@@ -154,81 +149,27 @@ def map_ordered(
 @contextlib.contextmanager
 def parallel(
     backend: str, jobs: int, scheduler: str | None, scatter: list | None = None
-) -> Iterator[Callable[[T], T]]:
+) -> Iterator[None]:
     """joblib's backend for the run; with dask, `scatter` (the data) is sent to workers once.
-    Yields `share`: what a task's argument becomes so that each worker gets it once. On loky,
-    a `Shared` handle: the object is written to a file once and each worker reads it on its
-    first task and keeps it (`SHARED_KEPT`), where joblib would pickle it with every task (its
-    arrays, under 1 MB each, are below joblib's memory-mapping threshold); on dask, the object
-    itself (joblib sends the scattered copy instead); in threads or in process, the object.
     Nothing to set up for a run `in_process`."""
     if in_process(backend, jobs):
-        yield _same
+        yield
         return
     import joblib
 
     if backend == "loky":
-        with (
-            tempfile.TemporaryDirectory(prefix="genvdis-shared-") as folder,
-            joblib.parallel_config(
-                backend="loky", n_jobs=jobs, initializer=watch_parent, initargs=(os.getpid(),)
-            ),
+        with joblib.parallel_config(
+            backend="loky", n_jobs=jobs, initializer=watch_parent, initargs=(os.getpid(),)
         ):
-            yield _Sharer(Path(folder))
+            yield
         return
     if backend != "dask":
         with joblib.parallel_config(backend=backend, n_jobs=jobs):
-            yield _same
+            yield
         return
     with _dask_client(jobs, scheduler):
         with joblib.parallel_config(backend="dask", n_jobs=-1, scatter=scatter):
-            yield _same
-
-
-def _same(value: T) -> T:
-    return value
-
-
-SHARED_KEPT = 2  # shared objects a worker keeps loaded: a study's configs meet at their ends
-_loaded: OrderedDict[str, Any] = OrderedDict()  # a worker's, by file
-
-
-@dataclass(frozen=True)
-class Shared:
-    """An object a loky worker reads from the file the run's process wrote once (`share`),
-    and keeps for its next tasks: a task pickles the file's path, not the object."""
-
-    path: str
-
-    def load(self) -> Any:
-        value = _loaded.pop(self.path, None)
-        if value is None:
-            with open(self.path, "rb") as stream:
-                value = pickle.load(stream)
-        _loaded[self.path] = value  # the most recent last
-        while len(_loaded) > SHARED_KEPT:
-            _loaded.popitem(last=False)
-        return value
-
-
-def shared(value: T | Shared) -> T:
-    """A task's argument as the object: a `Shared` one loaded (once per worker), else as is."""
-    return value.load() if isinstance(value, Shared) else value
-
-
-class _Sharer:
-    """loky's `share`: each object pickled once into `folder` (the run's, removed with it)."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        self.handles: dict[int, tuple[Any, Shared]] = {}
-
-    def __call__(self, value: Any) -> Shared:
-        if id(value) not in self.handles:  # the object kept too: its id stays its own
-            path = self.folder / f"{len(self.handles)}.pickle"
-            path.write_bytes(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
-            self.handles[id(value)] = (value, Shared(str(path)))
-        return self.handles[id(value)][1]
+            yield
 
 
 @contextlib.contextmanager

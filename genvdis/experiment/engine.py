@@ -349,7 +349,7 @@ def _compute(run: Run, jobs: int, backend: str, scheduler: str | None, progress:
     parallel = backends.parallel(backend, jobs, scheduler, scatter=[run.encoded])
     # the limit is process-wide: set it around the whole run too, or thread workers
     # (backend threading, in-process dask) undo each other's limit on exit
-    with tuning.one_thread(), parallel as share:
+    with tuning.one_thread(), parallel:
         kept = store.open()  # once the backend is up: a bad --scheduler leaves no run folder
         todo = ((m, block) for m, block in plan if not store.done(m, block.start))
         if kept:
@@ -358,8 +358,7 @@ def _compute(run: Run, jobs: int, backend: str, scheduler: str | None, progress:
             log.info(COMPILING)
         with progress(config.name, plan.count) as bar, _ctrl_c():
             bar(kept)
-            data = share(run.encoded)  # sent to each worker once
-            calls = ((data, run.models, m, block, protocol) for m, block in todo)
+            calls = ((run.encoded, run.models, m, block, protocol) for m, block in todo)
             for m, start, frame in backends.map_unordered(_task, calls, backend, jobs):
                 store.save(m, start, frame)
                 bar(1)
@@ -401,4 +400,4 @@ def _ctrl_c() -> Iterator[None]:
 def _task(data, models, m, block, protocol) -> tuple[int, int, pd.DataFrame]:
     """One block, in whatever process the backend runs it: that process is tuned first."""
     tuning.tune_process()
-    return m, block.start, run_block(backends.shared(data), models, m, block, protocol)
+    return m, block.start, run_block(data, models, m, block, protocol)

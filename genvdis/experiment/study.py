@@ -158,7 +158,7 @@ def _compute(
     protocols = [engine.Protocol.of(run.config) for run in runs]
     started = time.perf_counter()
     parallel = backends.parallel(backend, jobs, scheduler, scatter=[run.encoded for run in runs])
-    with tuning.one_thread(), parallel as share:
+    with tuning.one_thread(), parallel:
         todo: list[list[tuple[int, range]]] = []
         for run, store in zip(runs, stores, strict=True):
             kept = store.open()
@@ -172,9 +172,8 @@ def _compute(
         if not kernelcache.compiled_before():
             log.info(engine.COMPILING)
         order = sorted(range(len(runs)), key=lambda i: -runs[i].cpu_seconds)  # longest first
-        data = [share(run.encoded) for run in runs]  # each sent to a worker once
         calls = [
-            (i, data[i], runs[i].models, m, block, protocols[i])
+            (i, runs[i].encoded, runs[i].models, m, block, protocols[i])
             for i in order
             for m, block in todo[i]
         ]
