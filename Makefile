@@ -19,7 +19,7 @@ EXAMPLES := configs/examples/sonar-max-margin.yaml configs/examples/sonar-ridge.
 SWEEP := configs/sweeps/figure1.yaml
 SWEEP_SPLITS ?= 200
 
-.PHONY: install test test-fast lint format all panels examples theory plot report sweep bench clean
+.PHONY: install test test-fast lint format all panels examples theory plot report sweep study bench clean
 
 STAMP := $(VENV)/.installed
 
@@ -76,6 +76,11 @@ report: $(STAMP)
 # then `make report` adds the stability table (results/sensitivity.csv)
 sweep: $(STAMP)
 	$(BIN)/genvdis sweep $(CONFIGS) --variants $(SWEEP) --splits $(SWEEP_SPLITS) --jobs $(JOBS)
+
+# the study (issue 32): the 15 panels into results/ and every configs/study/ config into
+# results/study/, all in one pool of workers (docs/usage.md); not part of `all`
+study: $(STAMP)
+	$(BIN)/genvdis study --splits $(SPLITS) --jobs $(JOBS)
 
 # speed: engine vs the per-split scikit-learn loop, then where the engine's time goes, then
 # the estimator path's overhead over a bare loop

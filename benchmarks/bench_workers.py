@@ -1,9 +1,12 @@
 """What workers cost: the CPU seconds of `genvdis run --jobs 1` against two loky workers and a
-dask LocalCluster of two workers, on the same config and splits, in fresh processes.
+dask LocalCluster of two workers, on the same config and splits, in fresh processes; and, with
+--study, the wall time of `genvdis study` of several configs against `genvdis run` of the same.
 
     GENVDIS_MIRROR=../shared/uci python benchmarks/bench_workers.py \
         [--config configs/optdigits-2v3.yaml:1000 configs/adult-discrete.yaml:500] [--repeat 3] \
         [--against OTHER_CHECKOUT]
+    GENVDIS_MIRROR=../shared/uci python benchmarks/bench_workers.py --study \
+        [--study-configs pima voting sonar optdigits-2v3] [--study-splits 1000] [--repeat 3]
 
 Each --config is PATH:SPLITS. Workers cost CPU the run's own process does not spend: their
 start-up (imports, numba's cache), and whatever the data's passing costs (pickling it per task,
@@ -14,6 +17,11 @@ interleave the cases so that the machine's load drifts over all of them alike. T
 --force, so that a short run is not kept in-process by the planner. --against DIR measures
 another checkout's genvdis too (its code first on PYTHONPATH, this venv's libraries), in the same
 rounds, side by side.
+
+--study times one command running every config against `genvdis run` of the same configs (one
+after another in one process), both on 2 workers (loky, then a dask LocalCluster), in
+interleaved rounds: wall seconds (min of --repeat, the shared machine's load included) and CPU
+seconds, and the study's ratio to the run's.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ import argparse
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from bench_startup import child_env, children_cpu
@@ -44,6 +53,45 @@ def _run(config: str, splits: int, extra: list[str], out: Path, tree: str | None
     return children_cpu() - cpu
 
 
+STUDY_CASES = {  # name: extra arguments of `genvdis run` and `genvdis study`
+    "loky, 2 workers": ["--jobs", "2", "--force"],
+    "dask, 2 workers": ["--jobs", "2", "--force", "--backend", "dask"],
+}
+
+
+def _timed(command: list[str]) -> tuple[float, float]:
+    """(wall, CPU) seconds of one command, its workers' CPU included."""
+    started, cpu = time.perf_counter(), children_cpu()
+    done = subprocess.run(command, env=child_env(None), capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"failed: {' '.join(command)}\n{done.stderr[-2000:]}")
+    return time.perf_counter() - started, children_cpu() - cpu
+
+
+def study_main(configs: list[str], splits: int, repeat: int) -> None:
+    """`genvdis study` of `configs` against `genvdis run` of them, interleaved rounds."""
+    seconds: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        for n in range(repeat + 1):  # round 0 untimed: data cache, numba's cache, .pyc files
+            for case, extra in STUDY_CASES.items():
+                for command in ("run", "study"):
+                    out = Path(scratch) / f"{n}-{command}-{case[:4]}"
+                    args = [sys.executable, "-m", "genvdis", command, *configs]
+                    args += ["--splits", str(splits if n else 20), *extra, "--out", str(out), "-q"]
+                    took = _timed(args)
+                    if n:
+                        seconds.setdefault((case, command), []).append(took)
+    print(f"{len(configs)} configs at {splits} splits: {' '.join(configs)}")
+    print(f"min of {repeat} interleaved rounds (shared machine); ratio: study over run")
+    print(f"{'case':16} {'run wall':>9} {'study wall':>11} {'ratio':>6} {'run CPU':>8} "
+          f"{'study CPU':>10} {'ratio':>6}")  # fmt: skip
+    for case in STUDY_CASES:
+        run = [min(x[i] for x in seconds[case, "run"]) for i in (0, 1)]
+        study = [min(x[i] for x in seconds[case, "study"]) for i in (0, 1)]
+        print(f"{case:16} {run[0]:9.1f} {study[0]:11.1f} {study[0] / run[0]:6.2f} "
+              f"{run[1]:8.1f} {study[1]:10.1f} {study[1] / run[1]:6.2f}")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -54,7 +102,15 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--against", help="another checkout, measured in the same rounds")
     parser.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
+    parser.add_argument("--study", action="store_true", help="study against run, wall time")
+    parser.add_argument(
+        "--study-configs", nargs="+", default=["pima", "voting", "sonar", "optdigits-2v3"]
+    )
+    parser.add_argument("--study-splits", type=int, default=1000)
     args = parser.parse_args()
+    if args.study:
+        study_main(args.study_configs, args.study_splits, args.repeat)
+        return
     sides = {"this": None, **({"against": args.against} if args.against else {})}
     configs = [(path, int(splits)) for path, splits in (c.rsplit(":", 1) for c in args.config)]
     cpu: dict[tuple, list[float]] = {}
