@@ -395,6 +395,33 @@ def report(
         explorer.serve(server, say=typer.echo)
 
 
+@app.command("study-report")
+@_guarded
+def study_report(
+    results_dirs: Annotated[
+        list[Path], typer.Argument(help="Analysed results folders (`genvdis report` them first).")
+    ],
+    out: Annotated[Path, typer.Option(help="The folder to write the study's files into.")],
+    sweep: Annotated[
+        list[Path] | None,
+        typer.Option(
+            help="A sweep's folder with sensitivity.csv (repeatable).", show_default=False
+        ),
+    ] = None,
+    boot: Annotated[int, typer.Option(help="Bootstrap resamples over datasets.")] = 2000,
+) -> None:
+    """The cross-dataset report: study.csv, STUDY.md, STUDY.html, figures, study-explorer.html."""
+    _headless()
+    from genvdis.config.experiment import MAX_BOOT, MIN_BOOT
+    from genvdis.errors import UserError
+    from genvdis.report.study import write_study
+
+    if not MIN_BOOT <= boot <= MAX_BOOT:
+        raise UserError(f"--boot must be from {MIN_BOOT} to {MAX_BOOT}, not {boot}")
+    for path in write_study(results_dirs, out, sweeps=sweep or (), n_boot=boot):
+        typer.echo(str(path))
+
+
 @app.command("datasets")
 @_guarded
 def list_datasets(
