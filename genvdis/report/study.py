@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -73,11 +74,19 @@ def write_study(
     return written
 
 
+@dataclass(frozen=True)
 class Numbers:
-    """Every statistic the report words, computed once."""
+    """Every statistic the report words (genvdis.analysis.study's), computed once."""
 
-    def __init__(self, **kw: Any) -> None:
-        self.__dict__.update(kw)
+    counts: pd.DataFrame
+    cross: pd.DataFrame
+    slope_d: dict[str, Any]
+    slope_n: dict[str, Any]
+    asymptotic: dict[str, Any]
+    shapes: pd.DataFrame
+    robust: pd.DataFrame | None
+    panels: dict[str, Any]
+    baseline: int  # runs with the majority baseline's rows
 
     @classmethod
     def of(cls, table: pd.DataFrame, sweep: pd.DataFrame | None, n_boot: int, seed: int):
@@ -89,7 +98,6 @@ class Numbers:
             asymptotic=st.asymptotic(table),
             shapes=st.ill_behaved(table),
             robust=st.robustness(sweep, table["name"].tolist()),
-            swept=0 if sweep is None else int(sweep["name"].isin(set(table["name"])).sum()),
             panels=st.panels_against_rest(table),
             baseline=int(table["majority_err_m_max"].notna().sum()),
         )
@@ -414,7 +422,7 @@ def plot_crossovers(table: pd.DataFrame, fit: dict[str, Any], stem: Path) -> lis
     if len(data):
         ax.legend(fontsize=8)
     else:
-        ax.text(0.5, 0.5, "no dataset has a crossover", transform=ax.transAxes, ha="center")
+        ax.text(0.5, 0.5, "no crossover with a known d", transform=ax.transAxes, ha="center")
     fig.tight_layout()
     return save_figure(fig, stem)
 
