@@ -219,6 +219,10 @@ def test_bad_input_is_one_line(folder, tmp_path):
                                       str(tmp_path / "out")])  # fmt: skip
     assert result.exit_code == 2
     assert len(result.output.strip().splitlines()) == 1 and "no analysis.csv" in result.output
+    result = CliRunner().invoke(app, ["study-report", str(folder), "--out", str(tmp_path / "o"),
+                                      "--boot", "5"])  # fmt: skip
+    assert result.exit_code == 2 and "--boot must be from 10 to 10000, not 5" in result.output
+    assert not (tmp_path / "o").exists()
 
 
 @pytest.mark.slow
