@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,8 @@ KINDS = {"nominal": "discrete", "numeric": "continuous"}
 # fetch_openml's retries of a failed request, and the seconds between them
 RETRIES, DELAY = 3, 1.0
 API = "api/v1/json/data"  # where fetch_openml caches OpenML's JSON answers, by URL path
+# a loaded dataset's `data_checksums` key: what the data id resolved to, and the file read
+CHECKSUM_KEY = "OpenML data_id {data_id} version {version}: {file}"
 
 
 def provenance(spec: OpenMLDataset) -> str:
@@ -169,9 +172,17 @@ def load_openml(spec: OpenMLDataset) -> RawData:
         frame=pd.DataFrame({name: _as_text(frame[name]) for name in columns}),
         attributes=attributes,
         target=target,
-        checksums={f"OpenML data_id {data_id} version {version}: {file}": f"md5:{md5}"},
+        checksums={CHECKSUM_KEY.format(data_id=data_id, version=version, file=file): f"md5:{md5}"},
         source=provenance(spec),
     )
+
+
+def resolved(raw: RawData) -> tuple[int, int]:
+    """(data id, version) of a table `load_openml` read, from its `data_checksums` key."""
+    found = re.fullmatch(r"OpenML data_id (\d+) version (\d+): .*", next(iter(raw.checksums)))
+    if found is None:
+        raise ValueError(f"not a table read from OpenML: {raw.source}")
+    return int(found[1]), int(found[2])
 
 
 def _as_text(column: pd.Series) -> pd.Series:
@@ -181,4 +192,4 @@ def _as_text(column: pd.Series) -> pd.Series:
     return values.where(values.isna(), values.map(str)).reset_index(drop=True)
 
 
-__all__ = ["cache_root", "cached_files", "load_openml", "provenance"]
+__all__ = ["cache_root", "cached_files", "load_openml", "provenance", "resolved"]

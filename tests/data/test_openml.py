@@ -19,7 +19,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from genvdis import api
+from genvdis import api, starter
 from genvdis.cli import app
 from genvdis.config.experiment import parse_config
 from genvdis.config.sections import OpenMLDataset
@@ -246,3 +246,80 @@ def test_validate_offline_checks_the_spec_and_reads_nothing(monkeypatch, tmp_pat
     list(api.validate([config]))
     assert fake.requests == []
     assert not fetch.data_dir().exists()  # nothing fetched, nothing cached
+
+
+# --- `genvdis suite`: one config per dataset of a suite file (genvdis/starter.py) ------------
+
+SUITE = f"""\
+name: toy-suite
+datasets:
+  - {{data_id: {DATA_ID}, task_id: 1, name: {NAME}, rows: 40, features: 3, minority: 16}}
+"""
+CC18 = Path(__file__).parents[2] / "configs" / "suites" / "openml-cc18-binary.yaml"
+
+
+def test_suite_writes_a_config_per_dataset_by_init_rules(fake_openml, tmp_path):
+    """From the data: OpenML's kinds, the smaller class positive, the row with a missing cell
+    dropped, init's m grid; the config runs; a second call keeps it and sends no request."""
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(SUITE)
+    out = tmp_path / "configs"
+    result = CliRunner().invoke(app, ["suite", str(suite), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    path = out / f"openml-{DATA_ID}-{NAME}.yaml"
+    assert result.output.strip() == f"wrote {path}"
+    config = yaml.safe_load(path.read_text())
+    assert config["dataset"] == {"openml": DATA_ID}
+    assert config["target"] == {"positive": ["yes"]}  # 16 of 40 rows: the smaller class
+    assert config["missing"] == "drop" and config["attributes"] == "all"
+    assert config["sizes"][-1] < 39 and config["splits"] == 1000
+    words = " ".join(path.read_text().replace("#", " ").split())
+    assert "1 nominal (discrete), 2 numeric (continuous)" in words
+    requests = len(fake_openml.requests)
+    fake_openml.online = False
+    again = CliRunner().invoke(app, ["suite", str(suite), "--out", str(out)])
+    assert again.output.strip() == f"kept {path}" and len(fake_openml.requests) == requests
+    run = CliRunner().invoke(app, ["run", str(path), "--splits", "3", "--out", str(tmp_path / "r")])
+    assert run.exit_code == 0, run.output
+    resolved = yaml.safe_load((tmp_path / "r" / path.stem / "config.yaml").read_text())
+    assert resolved["class_counts"] == {"negative": 23, "positive": 16}
+
+
+def test_suite_offline_without_a_cache_is_one_line(monkeypatch, tmp_path):
+    monkeypatch.setattr("sklearn.datasets._openml.urlopen", FakeOpenML(online=False))
+    monkeypatch.setattr(openml, "DELAY", 1e-6)
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(SUITE)
+    result = CliRunner().invoke(app, ["suite", str(suite), "--out", str(tmp_path / "c")])
+    assert_user_error(result, f"OpenML data id {DATA_ID}", "needs the network")
+
+
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        (SUITE.replace("rows: 40, ", ""), ["datasets.0.rows"]),
+        (SUITE + SUITE.splitlines()[-1] + "\n", ["datasets", f"data id {DATA_ID}", "twice"]),
+        ("name: x\ndatasets: []\n", ["datasets"]),
+        ("name: [x\n", ["not YAML"]),
+    ],
+)
+def test_suite_file_errors_name_the_field(tmp_path, text, names):
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(text)
+    result = CliRunner().invoke(app, ["suite", str(suite), "--cost"])
+    assert_user_error(result, str(suite), *names)
+
+
+def test_the_cc18_suite_lists_35_binary_datasets_and_its_cost_offline():
+    """The shipped suite: 35 distinct data and task ids, a smaller class below half the
+    rows; --cost reads nothing but the file, and is linear in the splits."""
+    suite = starter.read_suite(CC18)
+    assert len(suite.datasets) == 35 and suite.study == 99
+    assert len({e.data_id for e in suite.datasets}) == len({e.task_id for e in suite.datasets})
+    assert all(0 < e.minority <= e.rows / 2 for e in suite.datasets)
+    few, many = starter.suite_cost(suite, 10), starter.suite_cost(suite, 20)
+    for a, b in zip(few, many, strict=True):
+        assert b.cpu_seconds == pytest.approx(2 * a.cpu_seconds) and a.sizes == b.sizes
+    result = CliRunner().invoke(app, ["suite", str(CC18), "--cost", "--splits", "10"])
+    assert result.exit_code == 0, result.output
+    assert len(result.output.splitlines()) == 36 and "total at 10 splits" in result.output
