@@ -17,9 +17,10 @@ import gzip
 import json
 import re
 import warnings
+from http.client import HTTPException
 from pathlib import Path
 from typing import Any
-from urllib.error import URLError
+from urllib.error import HTTPError, URLError
 from urllib.parse import urlparse
 
 import pandas as pd
@@ -31,6 +32,10 @@ from genvdis.errors import UserError
 
 # OpenML's feature types to genvdis's kinds; the others (string, date) are left out
 KINDS = {"nominal": "discrete", "numeric": "continuous"}
+# scikit-learn's own ARFF reader (vendored liac-arff: no extra dependency): levels stay the
+# text the file writes. Its pandas reader is faster, but fails on levels that are numbers
+# (anneal's, scikit-learn 1.9 with pandas 3: tests/data/test_openml.py)
+PARSER = "liac-arff"
 # fetch_openml's retries of a failed request, and the seconds between them
 RETRIES, DELAY = 3, 1.0
 API = "api/v1/json/data"  # where fetch_openml caches OpenML's JSON answers, by URL path
@@ -108,13 +113,18 @@ def _fetch(spec: OpenMLDataset) -> Any:
             warnings.simplefilter("ignore")
             return fetch_openml(
                 **by, data_home=str(fetch.data_dir()), target_column=None, as_frame=True,
-                parser="pandas", n_retries=RETRIES, delay=DELAY,
+                parser=PARSER, n_retries=RETRIES, delay=DELAY,
             )  # fmt: skip
     except OpenMLError:
         what = "no dataset with this data id" if "data_id" in by else "no such name and version"
         raise UserError(f"dataset.openml: {label}: OpenML has {what}") from None
-    except (URLError, TimeoutError, ConnectionError) as error:
-        reason = getattr(error, "reason", None) or error
+    except HTTPError as error:  # openml.org answered, but not with the file
+        raise UserError(
+            f"dataset: {label}: openml.org answered HTTP {error.code} ({error.reason}) for "
+            f"{error.url}; try again later"
+        ) from None
+    except (URLError, TimeoutError, ConnectionError, HTTPException) as error:
+        reason = getattr(error, "reason", None) or type(error).__name__
         raise UserError(
             f"dataset: {label} needs the network: it is not in the cache {cache_root()} and "
             f"openml.org could not be reached ({reason}); run it once online (it is cached "
@@ -122,6 +132,11 @@ def _fetch(spec: OpenMLDataset) -> Any:
         ) from None
     except OSError as error:  # the cache folder cannot be written
         raise UserError(f"dataset: {label}: {error.strerror or error} ({error.filename})") from None
+    except (KeyError, TypeError) as error:  # an answer not laid out as scikit-learn reads it
+        raise UserError(
+            f"dataset: {label}: scikit-learn cannot read OpenML's answer "
+            f"({type(error).__name__}: {error}); try again, or report it with the data id"
+        ) from None
     except ValueError as error:
         first = str(error).strip().splitlines()[0]
         if "md5" in first.lower():

@@ -107,6 +107,38 @@ def test_a_name_and_version_resolve_to_the_same_table(fake_openml):
     assert by_name.source == f"OpenML: {NAME} version 1"
 
 
+def test_scikit_learns_own_fixture_of_a_real_response(monkeypatch):
+    """OpenML's real answers for anneal (data id 2, cut to 11 rows), as scikit-learn ships them
+    for its own tests: every kind as its feature list says (38 attributes, the default target
+    'class'), the md5 its description gives. Skipped where the wheel leaves its tests out."""
+    import sklearn
+
+    folder = Path(sklearn.__file__).parent / "datasets" / "tests" / "data" / "openml" / "id_2"
+    if not (folder / "api-v1-jdf-2.json.gz").is_file():
+        pytest.skip(f"scikit-learn's OpenML test files are not installed ({folder})")
+    read = {name: gzip.decompress((folder / name).read_bytes()) for name in (
+        "api-v1-jd-2.json.gz", "api-v1-jdf-2.json.gz", "api-v1-jdq-2.json.gz",
+        "data-v1-dl-1666876.arff.gz",
+    )}  # fmt: skip
+    fake = FakeOpenML({
+        f"{API}/2": read["api-v1-jd-2.json.gz"],
+        f"{API}/features/2": read["api-v1-jdf-2.json.gz"],
+        f"{API}/qualities/2": read["api-v1-jdq-2.json.gz"],
+        "https://www.openml.org/data/v1/download/1666876/anneal.arff": read[
+            "data-v1-dl-1666876.arff.gz"
+        ],
+    })  # fmt: skip
+    monkeypatch.setattr("sklearn.datasets._openml.urlopen", fake)
+    raw = load_openml(spec(openml=2))
+    features = json.loads(read["api-v1-jdf-2.json.gz"])["data_features"]["feature"]
+    expected = {f["name"]: openml.KINDS[f["data_type"]] for f in features if f["name"] != "class"}
+    assert raw.attributes == expected and len(expected) == 38 and raw.target == "class"
+    assert sorted(set(raw.attributes.values())) == ["continuous", "discrete"]
+    assert len(raw.frame) == 11 and raw.frame["class"].notna().all()
+    md5 = json.loads(read["api-v1-jd-2.json.gz"])["data_set_description"]["md5_checksum"]
+    assert raw.checksums == {"OpenML data_id 2 version 1: anneal.arff": f"md5:{md5}"}
+
+
 def test_a_second_load_reads_the_cache_and_sends_no_request(fake_openml):
     source = source_of(spec())
     assert isinstance(source, OpenMLSource) and not source.at_hand()
@@ -137,6 +169,22 @@ def test_offline_without_a_cache_is_one_line_naming_the_dataset(monkeypatch):
     assert len(fake.requests) == 1 + openml.RETRIES  # the description, tried and retried
 
 
+def test_a_server_error_is_said_as_such(monkeypatch):
+    """openml.org reached but failing (HTTP 500 for the file) is not "offline"."""
+    fake = FakeOpenML()
+    url = next(u for u in ROUTES if u.endswith(".arff"))
+
+    def failing(request, *args, **kwargs):
+        if request.full_url == url:
+            raise HTTPError(url, 500, "Internal Server Error", {}, io.BytesIO(b""))
+        return fake(request)
+
+    monkeypatch.setattr("sklearn.datasets._openml.urlopen", failing)
+    monkeypatch.setattr(openml, "DELAY", 1e-6)
+    with raises_user_error(f"OpenML data id {DATA_ID}", "HTTP 500", "genvdis-toy.arff"):
+        load_openml(spec())
+
+
 def test_unknown_id_and_name_are_refused(fake_openml):
     with raises_user_error("dataset.openml", "data id 7", "no dataset"):
         load_openml(spec(openml=7))
@@ -158,6 +206,17 @@ def test_a_changed_file_fails_its_md5(monkeypatch):
     monkeypatch.setattr("sklearn.datasets._openml.urlopen", fake)
     monkeypatch.setattr(openml, "DELAY", 1e-6)
     with raises_user_error(f"OpenML data id {DATA_ID}", "md5"):
+        load_openml(spec())
+
+
+def test_an_answer_laid_out_otherwise_is_one_line(monkeypatch):
+    fake = FakeOpenML()
+    url = f"{API}/{DATA_ID}"
+    description = json.loads(fake.files[url])
+    description["data_set_description"].pop("description")
+    fake.files[url] = json.dumps(description).encode()
+    monkeypatch.setattr("sklearn.datasets._openml.urlopen", fake)
+    with raises_user_error(f"OpenML data id {DATA_ID}", "cannot read OpenML's answer"):
         load_openml(spec())
 
 
