@@ -19,7 +19,8 @@ EXAMPLES := configs/examples/sonar-max-margin.yaml configs/examples/sonar-ridge.
 SWEEP := configs/sweeps/figure1.yaml
 SWEEP_SPLITS ?= 200
 
-.PHONY: install test test-fast lint format all panels examples theory plot report sweep bench clean
+.PHONY: install test test-fast lint format all panels examples theory plot report sweep bench \
+	openml-cc18 clean
 
 STAMP := $(VENV)/.installed
 
@@ -76,6 +77,15 @@ report: $(STAMP)
 # then `make report` adds the stability table (results/sensitivity.csv)
 sweep: $(STAMP)
 	$(BIN)/genvdis sweep $(CONFIGS) --variants $(SWEEP) --splits $(SWEEP_SPLITS) --jobs $(JOBS)
+
+# OpenML-CC18's 35 binary tasks, online (docs/datasets.md, "OpenML"): a config per dataset by
+# `genvdis init`'s rules, each dataset fetched once into the data folder, then the protocol on
+# each; then `genvdis study configs/openml-cc18/` for the cross-dataset report. About 28 CPU
+# hours at 1000 splits (`genvdis suite ... --cost`); not part of `all`
+openml-cc18: $(STAMP)
+	$(BIN)/genvdis suite configs/suites/openml-cc18-binary.yaml --out configs/openml-cc18
+	$(BIN)/genvdis run configs/openml-cc18/*.yaml --out results/openml-cc18 --splits $(SPLITS) \
+		--jobs $(JOBS)
 
 # speed: engine vs the per-split scikit-learn loop, then where the engine's time goes, then
 # the estimator path's overhead over a bare loop

@@ -525,5 +525,42 @@ def init(
     typer.echo(f"wrote {path}: read its comments, then `genvdis run {path}`")
 
 
+@app.command()
+@_guarded
+def suite(
+    suite_file: Annotated[
+        Path, typer.Argument(help="A suite file, e.g. configs/suites/openml-cc18-binary.yaml.")
+    ],
+    out: Annotated[
+        Path | None, typer.Option(help="The folder to write one config per dataset into.")
+    ] = None,
+    cost: Annotated[
+        bool, typer.Option(help="Estimate the runs from the suite's sizes instead (offline).")
+    ] = False,
+    splits: Annotated[int, typer.Option(help="Splits per m for --cost.", min=1)] = 1000,
+    force: Annotated[bool, typer.Option(help="Overwrite configs already written.")] = False,
+) -> None:
+    """Write a config for each dataset of an OpenML suite (fetched once, then cached), by
+    `genvdis init`'s rules; then run them, e.g. `genvdis run <folder>/*.yaml`."""
+    from genvdis import starter
+    from genvdis.errors import UserError
+
+    if cost:
+        costs = starter.suite_cost(starter.read_suite(suite_file), splits)
+        for item in costs:
+            e = item.entry
+            typer.echo(
+                f"{e.name:<34} {e.rows:>6} rows {e.features:>5} attributes "
+                f"{len(item.sizes):>3} sizes {item.cpu_seconds / 60:9.1f} CPU min"
+            )
+        total = sum(item.cpu_seconds for item in costs) / 3600
+        typer.echo(f"total at {splits} splits: {total:.1f} CPU hours (estimated, doubled)")
+        return
+    if out is None:
+        raise UserError("--out: give the folder to write the configs into (or --cost)")
+    for path, written in starter.write_suite(suite_file, out, force=force):
+        typer.echo(f"{'wrote' if written else 'kept'} {path}")
+
+
 if __name__ == "__main__":  # pragma: no cover
     app()

@@ -1,5 +1,6 @@
 """`genvdis init`: a commented starter config for a user's own table, or for a registered
-dataset (`--dataset`: the study configs, kinds from the registry instead of inferred).
+dataset (`--dataset`: the study configs, kinds from the registry instead of inferred);
+`genvdis suite`: one for each dataset of an OpenML suite file, by the same rules.
 
 It reads the table as a run would (`sources.read_file_table`), then writes out every
 choice, inferred or defaulted, with a comment saying why: each column's kind, the two classes,
@@ -14,17 +15,20 @@ import math
 import os
 import re
 import textwrap
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 import yaml
+from pydantic import Field
 
 from genvdis._version import __version__
-from genvdis.config.experiment import parse_config
-from genvdis.config.sections import FileDataset
+from genvdis.config.experiment import parse_config, validate_mapping
+from genvdis.config.sections import FileDataset, OpenMLDataset, StrictModel
+from genvdis.data import openml
 from genvdis.data.preprocessing import keys_of, label_keys, label_text, read_numbers
-from genvdis.data.sources import FEW_VALUES, infer_kind, read_file_table
+from genvdis.data.sources import FEW_VALUES, OpenMLSource, infer_kind, read_file_table
 from genvdis.data.uci import DatasetInfo, RawData, get_info, load_registered
 from genvdis.errors import UserError
 from genvdis.store.results import atomic_write_text
@@ -563,3 +567,147 @@ def write_init(
     if mirror is not None:
         raise UserError("--mirror: only with --dataset (a table is read where it is)")
     return write_starter(table, target, positive=positive, output=output, force=force)
+
+
+# --- an OpenML suite: one config per dataset, by the rules above ----------------------------
+
+
+class SuiteDataset(StrictModel):
+    """One dataset of a suite file (configs/suites/): its OpenML data id, the suite's task id
+    and name for it, and its recorded size (rows, attributes besides the target, rows of the
+    smaller class), from which `suite_cost` estimates a run without the data."""
+
+    data_id: int = Field(ge=1)
+    task_id: int | None = Field(default=None, ge=1)
+    name: str
+    rows: int = Field(ge=2)
+    features: int = Field(ge=1)
+    minority: int = Field(ge=1)
+
+
+class Suite(StrictModel):
+    """A suite file: a name, the OpenML study it comes from, its datasets."""
+
+    name: str
+    study: int | None = None
+    datasets: list[SuiteDataset] = Field(min_length=1)
+
+
+def read_suite(path: str | Path) -> Suite:
+    """A suite file, checked: errors name the file and the field, on one line."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise UserError(f"{path}: cannot read it: {error.strerror or error}") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as error:
+        raise UserError(f"{path}: not YAML: {str(error).splitlines()[0]}") from None
+    suite = validate_mapping(Suite, data, str(path))
+    ids = [entry.data_id for entry in suite.datasets]
+    twice = sorted({i for i in ids if ids.count(i) > 1})
+    if twice:
+        raise UserError(f"{path}: datasets: data id {twice[0]} is listed twice")
+    return suite
+
+
+def suite_config_name(entry: SuiteDataset) -> str:
+    """`openml-<data id>-<name>`: the config's file and results folder."""
+    return f"openml-{entry.data_id}-{config_name(Path(entry.name + '.x'))}".lower()
+
+
+def openml_starter_text(entry: SuiteDataset, suite: str, output: Path) -> str:
+    """The commented config of one suite dataset, from its data (fetched by the OpenML
+    source, or read from its cache): `genvdis init`'s rules for the classes, missing values
+    and the m grid; the kinds are OpenML's own (nominal discrete, numeric continuous)."""
+    spec = OpenMLDataset(openml=entry.data_id)
+    raw = OpenMLSource(spec).load()
+    _, version = openml.resolved(raw)
+    chosen = choose_target(raw.frame[raw.target], raw.target, None)
+    columns = [
+        Column(name, kind, "OpenML: " + ("nominal" if kind == "discrete" else "numeric"))
+        for name, kind in raw.attributes.items()
+    ]
+    missing, missing_why, keep = choose_missing(raw.frame, columns, chosen.y.notna())
+    y = chosen.y[keep]
+    n, smaller = len(y), int(min(y.sum(), len(y) - y.sum()))
+    sizes = size_grid(n, smaller)
+    counts = {kind: sum(c.kind == kind for c in columns) for kind in ("discrete", "continuous")}
+    task = f", task {entry.task_id}" if entry.task_id else ""
+    header = (
+        f"{entry.name} (OpenML data id {entry.data_id}{task}) from the suite {suite}, written by "
+        f"`genvdis suite` (genvdis {__version__}) from the data by `genvdis init`'s rules: "
+        "each value's comment says why. Check them, edit freely, then:"
+    )
+    kinds = (
+        f"every attribute but the label, with OpenML's kinds: {counts['discrete']} nominal "
+        f"(discrete), {counts['continuous']} numeric (continuous); string and date columns, "
+        "row ids and ignored columns are left out"
+    )
+    lines = [
+        *_note(header),
+        f"#   genvdis run {output.as_posix()}",
+        *_commented(f"name: {suite_config_name(entry)}", "the results folder"),
+        *_commented(f"title: {json.dumps(f'{entry.name} (OpenML {entry.data_id})')}"),
+        *_commented(
+            f"dataset: {{openml: {entry.data_id}}}",
+            f"version {version} of '{entry.name}': a data id names one version; the label is "
+            f"OpenML's default target, '{raw.target}'",
+        ),
+        *_commented("attributes: all", kinds),
+        *_note(chosen.why),
+        f"target: {chosen.rule}",
+        *_commented(f"missing: {missing}", missing_why),
+        *_protocol_lines(sizes, n, smaller),
+    ]
+    text = "\n".join(lines) + "\n"
+    parse_config(yaml.safe_load(text), str(output))  # a config that does not validate is a bug
+    return text
+
+
+def write_suite(
+    suite_file: str | Path, out: str | Path, *, force: bool = False
+) -> Iterator[tuple[Path, bool]]:
+    """Write one config per suite dataset into `out` (each dataset fetched once, then read
+    from the cache), yielding (path, written); a config already there is kept unless
+    `force`, so an interrupted suite resumes where it stopped."""
+    suite, out = read_suite(suite_file), Path(out)
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out: {out} is a file; give a folder for the configs")
+    for entry in suite.datasets:
+        path = out / f"{suite_config_name(entry)}.yaml"
+        if path.exists() and not force:
+            yield path, False
+            continue
+        text = openml_starter_text(entry, suite.name, path)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(path, text)
+        except OSError as error:
+            raise UserError(f"--out: cannot write {path}: {error.strerror or error}") from None
+        yield path, True
+
+
+@dataclass(frozen=True)
+class SuiteCost:
+    """A suite dataset's run as `genvdis init`'s grid would make it, and its estimated CPU
+    seconds (`planning.Workload`) with naive Bayes and logistic regression."""
+
+    entry: SuiteDataset
+    sizes: list[int]
+    cpu_seconds: float
+
+
+def suite_cost(suite: Suite, splits: int = 1000) -> list[SuiteCost]:
+    """Each dataset's estimate from the suite's recorded sizes alone (no data, no network):
+    the m grid from its rows and smaller class, the design width taken as its attributes plus
+    the intercept, a lower bound where attributes are nominal (each level is a column)."""
+    from genvdis.experiment import planning
+
+    costs = []
+    for entry in suite.datasets:
+        sizes = size_grid(entry.rows, entry.minority)
+        plan = planning.plan_tasks(sizes, splits, None, entry.features + 1, entry.rows)
+        models = ["naive_bayes", "logistic_regression"]
+        work = planning.Workload(plan, entry.features + 1, entry.rows, models)
+        costs.append(SuiteCost(entry, sizes, work.cpu_seconds()))
+    return costs
