@@ -22,8 +22,10 @@ and the minimum of each is printed:
 For the ten-digit example the same for CG's Hessian-vector products (`_hessian_times`): 4 m d
 (K - 1) flops each, against numpy's two batched products of the same shapes.
 
-Sets the thread variables to 1 before numpy loads. The machine is shared: read the ratios
-(measured side by side, interleaved), not the seconds.
+Times are CPU seconds (`time.process_time`, one thread: the thread variables are set to 1
+before numpy loads), so that other processes on a shared machine inflate them less than wall
+time; read the ratios (measured side by side, interleaved), not the seconds. To compare two
+checkouts, run this script from one with PYTHONPATH set to the other's root, in turn.
 """
 
 from __future__ import annotations
@@ -70,9 +72,9 @@ class Timer:
         inner = getattr(module, name)
 
         def timed(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
-            start = time.perf_counter()
+            start = time.process_time()
             result = inner(*args, **kwargs)
-            self.seconds[key] += time.perf_counter() - start
+            self.seconds[key] += time.process_time() - start
             if count is not None:
                 for sub, value in count(args, result).items():
                     self.counts[sub] += value
@@ -127,10 +129,10 @@ def record(path: str, splits: int) -> tuple[list, list]:
 
 def replay(calls: list) -> float:
     """Seconds to run the recorded Newton calls again."""
-    start = time.perf_counter()
+    start = time.process_time()
     for design, penalty, args, kwargs in calls:
         _newton.newton_logistic(design, penalty, *args, **kwargs)
-    return time.perf_counter() - start
+    return time.process_time() - start
 
 
 def blas_floor(shapes: list, rng: np.random.Generator) -> float:
@@ -142,13 +144,13 @@ def blas_floor(shapes: list, rng: np.random.Generator) -> float:
         S, d, m = X.shape
         w = rng.uniform(0.05, 0.25, (S, 1, m))
         right = np.concatenate([np.swapaxes(X, 1, 2), rng.standard_normal((S, m, 1))], axis=2)
-        start = time.perf_counter()
+        start = time.process_time()
         XW = X * w
         HG = np.matmul(XW, right)  # (S, d, d + 1): X^T W X | X^T r
         HG[:, np.arange(d), np.arange(d)] += 1e-8
         delta = np.linalg.solve(HG[:, :, :d], HG[:, :, d:])
         np.matmul(np.swapaxes(X, 1, 2), delta)  # X delta
-        total += time.perf_counter() - start
+        total += time.process_time() - start
     return total
 
 
@@ -157,9 +159,9 @@ def peak_rate(repeat: int) -> float:
     a = np.random.default_rng(0).standard_normal((1000, 1000))
     best = np.inf
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = time.process_time()
         a @ a
-        best = min(best, time.perf_counter() - start)
+        best = min(best, time.process_time() - start)
     return 2e9 / best
 
 
@@ -239,9 +241,9 @@ def cg_floor(path: str, splits: int, repeat: int, peak: float) -> None:
     seconds = [0.0]
 
     def timed(XT, X, PT, penalty, v):  # noqa: ANN001, ANN202
-        start = time.perf_counter()
+        start = time.process_time()
         out = original(XT, X, PT, penalty, v)
-        seconds[0] += time.perf_counter() - start
+        seconds[0] += time.process_time() - start
         if collect:
             shapes.append((XT, X, PT, v.copy()))
         return out
@@ -253,18 +255,18 @@ def cg_floor(path: str, splits: int, repeat: int, peak: float) -> None:
         with threadpool_limits(1):
             for _ in range(repeat):
                 seconds[0] = 0.0
-                start = time.perf_counter()
+                start = time.process_time()
                 for X, P, penalty, grad in calls:
                     _softmax_cg.cg_step(X, P, penalty, grad)
-                best["cg"] = min(best["cg"], time.perf_counter() - start)
+                best["cg"] = min(best["cg"], time.process_time() - start)
                 best["hv"] = min(best["hv"], seconds[0])
                 collect = False
-                start = time.perf_counter()
+                start = time.process_time()
                 for XT, X, PT, v in shapes:
                     PU = PT * np.matmul(v, XT)
                     PU -= PT * PU.sum(axis=1, keepdims=True)
                     np.matmul(PU, X)
-                best["blas"] = min(best["blas"], time.perf_counter() - start)
+                best["blas"] = min(best["blas"], time.process_time() - start)
     finally:
         _softmax_cg._hessian_times = original
     flops = sum(4 * v.shape[0] * v.shape[1] * v.shape[2] * X.shape[1] for _, X, _, v in shapes)
@@ -292,7 +294,10 @@ def main() -> None:
     args = parser.parse_args()
     with threadpool_limits(1):
         peak = peak_rate(args.repeat)
-    print(f"single-thread dgemm peak: {peak / 1e9:.1f} GFLOP/s; min of {args.repeat} repeats")
+    print(
+        f"single-thread dgemm peak: {peak / 1e9:.1f} GFLOP/s; CPU seconds, min of {args.repeat} "
+        "repeats"
+    )
     for path in args.configs:
         newton_floor(path, args.splits, args.repeat, peak)
     if not args.no_cg:
