@@ -27,8 +27,8 @@ def _hessian_times(
     a contiguous copy of X (S, m, d) and PT (S, K - 1, m). One compiled pass per split
     (`logistic_kernels.softmax_hessian_times`): its two products are fixed-order sums, not
     BLAS's, whose order is the CPU's (issue 30 §7), and the weighting between them stays in
-    cache (1.3x numpy's passes between the products on the ten-digit example, the same
-    bits: `bench_newton_floor.py`)."""
+    cache (1.15-1.3x numpy's passes between the products on the ten-digit example,
+    `bench_newton_floor.py`; the same bits)."""
     return softmax_hessian_times(XT, X, PT, penalty, v)
 
 
