@@ -464,21 +464,37 @@ def list_configs() -> None:
 @app.command()
 @_guarded
 def init(
-    table: Annotated[Path, typer.Argument(help="Your CSV (.tsv: tab-separated), with a header.")],
-    target: Annotated[str, typer.Option(help="The label column's name.")],
+    table: Annotated[
+        Path | None, typer.Argument(help="Your CSV (.tsv: tab-separated), with a header.")
+    ] = None,
+    target: Annotated[str | None, typer.Option(help="The label column's name.")] = None,
+    dataset: Annotated[
+        str | None,
+        typer.Option(help="A registered dataset instead of a table (`genvdis datasets`)."),
+    ] = None,
     positive: Annotated[
-        str | None, typer.Option(help="The positive class's label (default: inferred).")
+        list[str] | None,
+        typer.Option(help="The positive class's label, repeated for several (default: inferred)."),
     ] = None,
     output: Annotated[
         Path | None,
-        typer.Option("--output", "-o", help="The config to write (default: ./<table name>.yaml)."),
+        typer.Option(
+            "--output", "-o", help="The config to write (default: ./<table or dataset>.yaml)."
+        ),
     ] = None,
     force: Annotated[bool, typer.Option(help="Overwrite an existing config.")] = False,
+    mirror: Annotated[
+        str | None, typer.Option(help="With --dataset: a mirror of the UCI archive.")
+    ] = None,
 ) -> None:
-    """Write a commented starter config for your own table: kinds, classes, an m grid."""
-    from genvdis.starter import write_starter
+    """Write a commented starter config for your own table, or for a registered dataset
+    (--dataset): kinds, classes, an m grid."""
+    from genvdis.starter import write_init
 
-    path = write_starter(table, target, positive=positive, output=output, force=force)
+    path = write_init(
+        table, target, dataset=dataset, positive=positive, output=output, force=force,
+        mirror=mirror,
+    )  # fmt: skip
     typer.echo(f"wrote {path}: read its comments, then `genvdis run {path}`")
 
 
