@@ -190,6 +190,107 @@ VOTES = [
 ]  # fmt: skip
 
 # --- study datasets, part 1: columns and parsers ---
+IRIS_ATTRIBUTES = ["sepal-length", "sepal-width", "petal-length", "petal-width"]
+WINE_ATTRIBUTES = [
+    "alcohol", "malic-acid", "ash", "alcalinity-of-ash", "magnesium", "total-phenols",
+    "flavanoids", "nonflavanoid-phenols", "proanthocyanins", "color-intensity", "hue",
+    "od280-od315", "proline",
+]  # fmt: skip
+GLASS_ATTRIBUTES = ["RI", "Na", "Mg", "Al", "Si", "K", "Ca", "Ba", "Fe"]
+ECOLI_CONTINUOUS, ECOLI_DISCRETE = ["mcg", "gvh", "aac", "alm1", "alm2"], ["lip", "chg"]
+ECOLI_COLUMNS = ["sequence-name", "mcg", "gvh", "lip", "chg", "aac", "alm1", "alm2", "class"]
+YEAST_CONTINUOUS = ["mcg", "gvh", "alm", "mit", "pox", "vac", "nuc"]  # erl: "Binary attribute"
+YEAST_COLUMNS = ["sequence-name", "mcg", "gvh", "alm", "mit", "erl", "pox", "vac", "nuc"]
+YEAST_COLUMNS += ["class"]
+# heart-disease's 13 attributes, as statlog heart's doc types them: Real 1,4,5,8,10,12 (ca, a
+# count of vessels 0-3, among them); Ordered 11 (slope: discrete, its 3 levels not evenly
+# spaced in meaning); Binary 2,6,9; Nominal 3,7,13
+HEART_CONTINUOUS = ["age", "trestbps", "chol", "thalach", "oldpeak", "ca"]
+HEART_DISCRETE = ["sex", "cp", "fbs", "restecg", "exang", "slope", "thal"]
+HEART_COLUMNS = [
+    "age", "sex", "cp", "trestbps", "chol", "fbs", "restecg", "thalach", "exang", "oldpeak",
+    "slope", "ca", "thal",
+]  # fmt: skip
+AUSTRALIAN_CONTINUOUS = ["A2", "A3", "A7", "A10", "A13", "A14"]
+AUSTRALIAN_DISCRETE = ["A1", "A4", "A5", "A6", "A8", "A9", "A11", "A12"]
+GERMAN_COLUMNS = [
+    "status", "duration", "credit-history", "purpose", "credit-amount", "savings",
+    "employment-since", "installment-rate", "personal-status-sex", "other-debtors",
+    "residence-since", "property", "age", "other-installment-plans", "housing",
+    "existing-credits", "job", "people-liable", "telephone", "foreign-worker",
+]  # fmt: skip
+GERMAN_CONTINUOUS = ["duration", "credit-amount", "installment-rate", "residence-since", "age"]
+GERMAN_CONTINUOUS += ["existing-credits", "people-liable"]  # german.doc's "(numerical)"
+CRX_CONTINUOUS = ["A2", "A3", "A8", "A11", "A14", "A15"]
+CRX_DISCRETE = ["A1", "A4", "A5", "A6", "A7", "A9", "A10", "A12", "A13"]
+HEPATITIS_CONTINUOUS = ["age", "bilirubin", "alk-phosphate", "sgot", "albumin", "protime"]
+HEPATITIS_COLUMNS = [
+    "class", "age", "sex", "steroid", "antivirals", "fatigue", "malaise", "anorexia",
+    "liver-big", "liver-firm", "spleen-palpable", "spiders", "ascites", "varices", "bilirubin",
+    "alk-phosphate", "sgot", "albumin", "protime", "histology",
+]  # fmt: skip
+HORSE_COLUMNS = [
+    "surgery", "age", "hospital-number", "rectal-temperature", "pulse", "respiratory-rate",
+    "temperature-of-extremities", "peripheral-pulse", "mucous-membranes",
+    "capillary-refill-time", "pain", "peristalsis", "abdominal-distension", "nasogastric-tube",
+    "nasogastric-reflux", "nasogastric-reflux-ph", "rectal-examination-feces", "abdomen",
+    "packed-cell-volume", "total-protein", "abdominocentesis-appearance",
+    "abdomcentesis-total-protein", "outcome", "surgical-lesion", "lesion-site", "lesion-type",
+    "lesion-subtype", "cp-data",
+]  # fmt: skip
+# attributes 1, 2 and 4-22: not the hospital number (an id), nor what is known only afterwards
+# (23 outcome, 24-27 the lesion, the other class candidates), nor 28 cp_data ("of no
+# significance"); continuous: the .names's "linear" ones
+HORSE_CONTINUOUS = ["rectal-temperature", "pulse", "respiratory-rate", "nasogastric-reflux-ph"]
+HORSE_CONTINUOUS += ["packed-cell-volume", "total-protein", "abdomcentesis-total-protein"]
+HORSE_DISCRETE = [c for c in HORSE_COLUMNS[:22] if c not in HORSE_CONTINUOUS]
+HORSE_DISCRETE.remove("hospital-number")
+MUSHROOM_ATTRIBUTES = [
+    "cap-shape", "cap-surface", "cap-color", "bruises", "odor", "gill-attachment",
+    "gill-spacing", "gill-size", "gill-color", "stalk-shape", "stalk-root",
+    "stalk-surface-above-ring", "stalk-surface-below-ring", "stalk-color-above-ring",
+    "stalk-color-below-ring", "veil-type", "veil-color", "ring-number", "ring-type",
+    "spore-print-color", "population", "habitat",
+]  # fmt: skip
+KRKP_ATTRIBUTES = [
+    "bkblk", "bknwy", "bkon8", "bkona", "bkspr", "bkxbq", "bkxcr", "bkxwp", "blxwp", "bxqsq",
+    "cntxt", "dsopp", "dwipd", "hdchk", "katri", "mulch", "qxmsq", "r2ar8", "reskd", "reskr",
+    "rimmx", "rkxwp", "rxmsq", "simpl", "skach", "skewr", "skrxp", "spcop", "stlmt", "thrsk",
+    "wkcti", "wkna8", "wknck", "wkovl", "wkpos", "wtoeg",
+]  # fmt: skip
+TICTACTOE_ATTRIBUTES = [
+    f"{row}-{column}-square"
+    for row in ("top", "middle", "bottom")
+    for column in ("left", "middle", "right")
+]
+CAR_ATTRIBUTES = ["buying", "maint", "doors", "persons", "lug_boot", "safety"]
+NURSERY_ATTRIBUTES = ["parents", "has_nurs", "form", "children", "housing", "finance"]
+NURSERY_ATTRIBUTES += ["social", "health"]
+BALANCE_ATTRIBUTES = ["left-weight", "left-distance", "right-weight", "right-distance"]
+WDBC_ATTRIBUTES = [
+    f"{feature}-{statistic}"
+    for statistic in ("mean", "se", "worst")
+    for feature in (
+        "radius", "texture", "perimeter", "area", "smoothness", "compactness", "concavity",
+        "concave-points", "symmetry", "fractal-dimension",
+    )
+]  # fmt: skip
+BCW_ATTRIBUTES = [
+    "clump-thickness", "uniformity-of-cell-size", "uniformity-of-cell-shape",
+    "marginal-adhesion", "single-epithelial-cell-size", "bare-nuclei", "bland-chromatin",
+    "normal-nucleoli", "mitoses",
+]  # fmt: skip
+
+
+def _parse_whitespace_missing(names: list[str]) -> Callable[[list[Path]], pd.DataFrame]:
+    """Whitespace-separated files with '?' for a missing value (horse-colic)."""
+    read = _parse_whitespace(names)
+
+    def parse(paths: list[Path]) -> pd.DataFrame:
+        frame = read(paths)
+        return frame.mask(frame.isin(MISSING))
+
+    return parse
 
 
 # --- study datasets, part 2: columns and parsers ---
@@ -427,6 +528,106 @@ REGISTRY: dict[str, DatasetInfo] = {
             _csv_parser(["party", *VOTES]), _kinds(discrete=VOTES), "party",
         ),
         # --- study datasets, part 1 ---
+        _registered(
+            "iris", "Fisher's iris plants, 3 species",
+            _csv_parser([*IRIS_ATTRIBUTES, "class"]), _kinds(IRIS_ATTRIBUTES), "class",
+        ),
+        _registered(
+            "wine", "Wine recognition: 3 cultivars from a chemical analysis",
+            _csv_parser(["class", *WINE_ATTRIBUTES]), _kinds(WINE_ATTRIBUTES), "class",
+        ),
+        _registered(
+            "glass", "Glass identification, 6 types (Id number not an attribute)",
+            _csv_parser(["id", *GLASS_ATTRIBUTES, "type"]), _kinds(GLASS_ATTRIBUTES), "type",
+        ),
+        _registered(
+            "ecoli", "E. coli protein localization sites, 8 classes",
+            _parse_whitespace(ECOLI_COLUMNS), _kinds(ECOLI_CONTINUOUS, ECOLI_DISCRETE), "class",
+        ),
+        _registered(
+            "yeast", "Yeast protein localization sites, 10 classes",
+            _parse_whitespace(YEAST_COLUMNS), _kinds(YEAST_CONTINUOUS, ["erl"]), "class",
+        ),
+        _registered(
+            "heart-cleveland", "Heart disease, Cleveland Clinic (processed, 14 attributes)",
+            _csv_parser([*HEART_COLUMNS, "num"]), _kinds(HEART_CONTINUOUS, HEART_DISCRETE),
+            "num",
+        ),
+        _registered(
+            "heart-hungarian", "Heart disease, Hungarian Institute of Cardiology (processed)",
+            _csv_parser([*HEART_COLUMNS, "num"]), _kinds(HEART_CONTINUOUS, HEART_DISCRETE),
+            "num",
+        ),
+        _registered(
+            "statlog-heart", "Statlog heart disease: absence (1) or presence (2)",
+            _parse_whitespace([*HEART_COLUMNS, "class"]),
+            _kinds(HEART_CONTINUOUS, HEART_DISCRETE), "class",
+        ),
+        _registered(
+            "australian", "Statlog Australian credit approval (anonymized attributes)",
+            _parse_whitespace([f"A{i}" for i in range(1, 16)]),
+            _kinds(AUSTRALIAN_CONTINUOUS, AUSTRALIAN_DISCRETE), "A15",
+        ),
+        _registered(
+            "german", "Statlog German credit: good (1) or bad (2), categorical original",
+            _parse_whitespace([*GERMAN_COLUMNS, "class"]),
+            _kinds(GERMAN_CONTINUOUS, [c for c in GERMAN_COLUMNS if c not in GERMAN_CONTINUOUS]),
+            "class",
+        ),
+        _registered(
+            "credit-screening", "Japanese credit screening (crx), anonymized attributes",
+            _csv_parser([f"A{i}" for i in range(1, 17)]), _kinds(CRX_CONTINUOUS, CRX_DISCRETE),
+            "A16",
+        ),
+        _registered(
+            "hepatitis", "Hepatitis: die or live",
+            _csv_parser(HEPATITIS_COLUMNS),
+            _kinds(HEPATITIS_CONTINUOUS,
+                   [c for c in HEPATITIS_COLUMNS[1:] if c not in HEPATITIS_CONTINUOUS]),
+            "class",
+        ),
+        _registered(
+            "horse-colic", "Horse colic: was the lesion surgical? .data + .test",
+            _parse_whitespace_missing(HORSE_COLUMNS), _kinds(HORSE_CONTINUOUS, HORSE_DISCRETE),
+            "surgical-lesion",
+        ),
+        _registered(
+            "mushroom", "Mushrooms (Agaricus and Lepiota): edible or poisonous",
+            _csv_parser(["class", *MUSHROOM_ATTRIBUTES]), _kinds(discrete=MUSHROOM_ATTRIBUTES),
+            "class",
+        ),
+        _registered(
+            "kr-vs-kp", "Chess endgame king+rook vs. king+pawn on a7: can white win?",
+            _csv_parser([*KRKP_ATTRIBUTES, "class"]), _kinds(discrete=KRKP_ATTRIBUTES), "class",
+        ),
+        _registered(
+            "tic-tac-toe", "Tic-tac-toe endgame boards: does x win?",
+            _csv_parser([*TICTACTOE_ATTRIBUTES, "class"]), _kinds(discrete=TICTACTOE_ATTRIBUTES),
+            "class",
+        ),
+        _registered(
+            "car", "Car evaluation, 4 acceptability classes",
+            _csv_parser([*CAR_ATTRIBUTES, "class"]), _kinds(discrete=CAR_ATTRIBUTES), "class",
+        ),
+        _registered(
+            "nursery", "Nursery school applications, 5 classes",
+            _csv_parser([*NURSERY_ATTRIBUTES, "class"]), _kinds(discrete=NURSERY_ATTRIBUTES),
+            "class",
+        ),
+        _registered(
+            "balance-scale", "Balance scale: tips left, right or balanced",
+            _csv_parser(["class", *BALANCE_ATTRIBUTES]), _kinds(BALANCE_ATTRIBUTES), "class",
+        ),
+        _registered(
+            "wdbc", "Wisconsin diagnostic breast cancer: malignant or benign (ID not used)",
+            _csv_parser(["id", "diagnosis", *WDBC_ATTRIBUTES]), _kinds(WDBC_ATTRIBUTES),
+            "diagnosis",
+        ),
+        _registered(
+            "breast-cancer-wisconsin", "Wisconsin breast cancer (original): benign 2 or "
+            "malignant 4 (sample code not used)",
+            _csv_parser(["id", *BCW_ATTRIBUTES, "class"]), _kinds(BCW_ATTRIBUTES), "class",
+        ),
 
 
 
