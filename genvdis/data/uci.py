@@ -331,7 +331,7 @@ VEHICLE_ATTRIBUTES = [
     "pr-axis-aspect-ratio", "max-length-aspect-ratio", "scatter-ratio", "elongatedness",
     "pr-axis-rectangularity", "max-length-rectangularity", "scaled-variance-major",
     "scaled-variance-minor", "scaled-radius-of-gyration", "skewness-about-major",
-    "skewness-about-minor", "kurtosis-about-major", "kurtosis-about-minor", "hollows-ratio",
+    "skewness-about-minor", "kurtosis-about-minor", "kurtosis-about-major", "hollows-ratio",
 ]  # fmt: skip
 SEGMENT_ATTRIBUTES = [
     "region-centroid-col", "region-centroid-row", "region-pixel-count",
