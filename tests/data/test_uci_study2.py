@@ -10,11 +10,14 @@ tests ask for `mirror_env` and are skipped without the UCI files (see conftest.p
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from genvdis.config.experiment import load_config
 from genvdis.data.uci import REGISTRY, RawData, load_registered
+from genvdis.experiment.engine import run_experiment
 
 # name: (rows, continuous attributes, discrete attributes, rows per class)
 STUDY = {
@@ -124,3 +127,30 @@ def test_first_rows_read_by_eye(mirror_env):
     assert vehicle.iloc[8 * 94][["compactness", "class"]].tolist() == ["100", "bus"]
     satimage = _load("satimage").frame  # sat.tst follows sat.trn
     assert satimage.iloc[4435][["p1b1", "p9b4", "class"]].tolist() == ["80", "87", "3"]
+
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "study"
+PART_2_CONFIGS = [CONFIGS / f"{name}.yaml" for name in STUDY]  # one per dataset above
+
+
+def test_every_part_2_dataset_has_its_study_config():
+    for path in PART_2_CONFIGS:
+        config = load_config(path)
+        assert (config.name, config.dataset) == (path.stem, path.stem)
+        assert (config.splits, config.split, config.test, config.seed) == (
+            1000, "stratified", "rest", 0,
+        )  # fmt: skip
+        assert [m.name for m in config.models] == ["naive_bayes", "logistic_regression"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", PART_2_CONFIGS, ids=lambda p: p.stem)
+def test_study_config_runs_at_two_splits(path, mirror_env, tmp_path):
+    """The config runs end to end (its data prepared, every m of its grid, both models) at 2
+    splits; the test set at the largest m holds each class (the run would refuse it)."""
+    config = load_config(path).model_copy(update={"splits": 2})
+    folder = run_experiment(config, tmp_path)
+    summary = pd.read_csv(folder / "summary.csv")
+    assert sorted(summary["m"].unique()) == sorted(config.size_grid)
+    assert set(summary["model"]) == {"naive_bayes", "logistic_regression"}
+    assert (summary["n_splits"] == 2).all() and summary["mean"].between(0, 1).all()
