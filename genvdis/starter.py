@@ -398,12 +398,19 @@ def registered_columns(raw: RawData, name: str) -> list[Column]:
 
 
 def dataset_choices(
-    name: str, positive: str | list[str] | None = None, *, mirror: str | None = None
+    name: str,
+    positive: str | list[str] | None = None,
+    *,
+    attributes: list[str] | None = None,
+    mirror: str | None = None,
 ) -> DatasetChoices:
     """The rules of `genvdis init` applied to the registered dataset `name` (read through
-    the cache or the mirror, checked against its sha256)."""
+    the cache or the mirror, checked against its sha256); `attributes`, a subset of the
+    registered ones, when a config leaves some out (the rules then apply to the rest)."""
     info = get_info(name)
     raw = load_registered(name, mirror=mirror)
+    if attributes is not None:
+        raw.attributes = {a: k for a, k in raw.attributes.items() if a in set(attributes)}
     chosen = choose_target(raw.frame[raw.target], raw.target, positive)
     columns = registered_columns(raw, name)
     missing, missing_why, keep = choose_missing(raw.frame, columns, chosen.y.notna())
@@ -432,7 +439,12 @@ def _registered_attribute_lines(columns: list[Column]) -> list[str]:
     if left:
         note += "; left out: " + ", ".join(f"{c.name} ({c.why})" for c in left)
         value = json.dumps([c.name for c in columns if c.usable])
-    return [*_note(note), f"attributes: {value}"]
+    return [*_note(note), *_flow(f"attributes: {value}")]
+
+
+def _flow(line: str) -> list[str]:
+    """A YAML line with a long flow list, wrapped (the list's items go on indented lines)."""
+    return textwrap.wrap(line, WIDTH, subsequent_indent="  ", break_on_hyphens=False) or [line]
 
 
 def dataset_starter_text(
@@ -445,8 +457,8 @@ def dataset_starter_text(
     header = (
         f"Study config for {name}, written by `genvdis init --dataset {name}` (genvdis "
         f'{__version__}) by the rules of docs/datasets.md ("Study datasets"): Ng & Jordan\'s '
-        "protocol on a registered UCI dataset. Each comment says why; a choice that departs "
-        'from the rules says "judgement:".'
+        "protocol on a registered UCI dataset. Each comment says why; a comment that begins "
+        "with the word judgement marks a choice that departs from the rules, and says why."
     )
     lines = [
         *_note(header),
