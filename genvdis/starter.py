@@ -169,17 +169,22 @@ def _also(spellings: list[str] | None) -> str:
     return f" (with {', '.join(json.dumps(s) for s in spellings)})" if spellings else ""
 
 
-def choose_missing(frame: pd.DataFrame, columns: list[Column], labelled: pd.Series):
+def choose_missing(
+    frame: pd.DataFrame,
+    columns: list[Column],
+    labelled: pd.Series,
+    tokens: str = "'?', '', 'NA' or 'nan'",
+):
     """(policy, reason, rows kept): drop rows with a missing cell unless that loses more than
     MANY_MISSING of them; then missing discrete values become a value of their own if only
-    discrete columns have any, else they are imputed."""
+    discrete columns have any, else they are imputed. `tokens`: how the file writes one."""
     used = [c.name for c in columns if c.usable]
     gaps = frame.loc[labelled, used].isna()
     share = gaps.any(axis=1).mean()
     rows = f"{int(gaps.any(axis=1).sum())} of {int(labelled.sum())} labelled rows"
     if share <= MANY_MISSING:
         keep = labelled & frame[used].notna().all(axis=1)
-        why = f"{rows} have a missing cell ('?', '', 'NA' or 'nan'); a row with one is dropped"
+        why = f"{rows} have a missing cell ({tokens}); a row with one is dropped"
         return "drop", why, keep
     continuous = [c.name for c in columns if c.usable and c.kind == "continuous"]
     if not gaps[continuous].any().any():
@@ -413,7 +418,7 @@ def dataset_choices(
         raw.attributes = {a: k for a, k in raw.attributes.items() if a in set(attributes)}
     chosen = choose_target(raw.frame[raw.target], raw.target, positive)
     columns = registered_columns(raw, name)
-    missing, missing_why, keep = choose_missing(raw.frame, columns, chosen.y.notna())
+    missing, missing_why, keep = choose_missing(raw.frame, columns, chosen.y.notna(), "'?'")
     y = chosen.y[keep]
     n, smaller = len(y), int(min(y.sum(), len(y) - y.sum()))
     sizes = size_grid(n, smaller)
