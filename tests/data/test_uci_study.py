@@ -12,7 +12,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from genvdis.config.experiment import load_config
 from genvdis.data.fetch import MIRROR_ENV
+from genvdis.data.preprocessing import prepare
+from genvdis.data.sources import load_data
 from genvdis.data.uci import REGISTRY, RawData, load_registered
 from tests.conftest import ENVIRON, HOW, SHARED_UCI, TEST_UCI_ENV
 
@@ -238,3 +241,27 @@ def test_first_rows_read_by_eye(mirror_env):
     assert vehicle.iloc[8 * 94][["compactness", "class"]].tolist() == ["100", "bus"]
     satimage = _load("satimage").frame  # sat.tst follows sat.trn
     assert satimage.iloc[4435][["p1b1", "p9b4", "class"]].tolist() == ["80", "87", "3"]
+
+
+def _docs_rows() -> dict[str, list[str]]:
+    """docs/datasets.md's "Study datasets" table: each dataset's cells."""
+    docs = Path(__file__).resolve().parents[2] / "docs" / "datasets.md"
+    rows = {}
+    for line in docs.read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 9 and cells[0] in REGISTRY:
+            rows[cells[0]] = cells
+    return rows
+
+
+@pytest.mark.parametrize("name", sorted(CLASS_COUNTS))
+def test_docs_study_row_states_the_configs_numbers(name, mirror_env):
+    """The docs table's rows, classes, n and m grid are the config's and its data's."""
+    _, rows, classes, _, _, missing, n, grid, _ = _docs_rows()[name]
+    path = Path(__file__).resolve().parents[2] / "configs" / "study" / f"{name}.yaml"
+    config = load_config(path)
+    data = prepare(load_data(config, base_dir=path.parent), config)
+    assert int(rows) == STUDY[name][0] and int(classes) == STUDY[name][1]
+    assert (missing, int(n)) == (config.missing, data.n_rows)
+    sizes = config.size_grid
+    assert grid == f"{sizes[0]}–{sizes[-1]} ({len(sizes)})"
