@@ -294,6 +294,133 @@ def _parse_whitespace_missing(names: list[str]) -> Callable[[list[Path]], pd.Dat
 
 
 # --- study datasets, part 2: columns and parsers ---
+def _ids_dropped(
+    parser: Callable[[list[Path]], pd.DataFrame], *columns: str
+) -> Callable[[list[Path]], pd.DataFrame]:
+    """`parser`, then `columns` (names, record ids) dropped: an identifier is no attribute."""
+
+    def parse(paths: list[Path]) -> pd.DataFrame:
+        return parser(paths).drop(columns=list(columns))
+
+    return parse
+
+
+SPAM_WORDS = [
+    "make", "address", "all", "3d", "our", "over", "remove", "internet", "order", "mail",
+    "receive", "will", "people", "report", "addresses", "free", "business", "email", "you",
+    "credit", "your", "font", "000", "money", "hp", "hpl", "george", "650", "lab", "labs",
+    "telnet", "857", "data", "415", "85", "technology", "1999", "parts", "pm", "direct", "cs",
+    "meeting", "original", "project", "re", "edu", "table", "conference",
+]  # fmt: skip
+SPAM_CHARS = ["semicolon", "parenthesis", "bracket", "exclamation", "dollar", "hash"]
+SPAMBASE_ATTRIBUTES = [f"word_freq_{w}" for w in SPAM_WORDS]
+SPAMBASE_ATTRIBUTES += [f"char_freq_{c}" for c in SPAM_CHARS]
+SPAMBASE_ATTRIBUTES += ["capital_run_length_average", "capital_run_length_longest"]
+SPAMBASE_ATTRIBUTES += ["capital_run_length_total"]
+HABERMAN_ATTRIBUTES = ["age", "year", "nodes"]
+TRANSFUSION_ATTRIBUTES = ["recency", "frequency", "monetary", "time"]
+BANKNOTE_ATTRIBUTES = ["variance", "skewness", "curtosis", "entropy"]
+MAGIC_ATTRIBUTES = ["fLength", "fWidth", "fSize", "fConc", "fConc1", "fAsym", "fM3Long"]
+MAGIC_ATTRIBUTES += ["fM3Trans", "fAlpha", "fDist"]
+LETTER_ATTRIBUTES = [
+    "x-box", "y-box", "width", "high", "onpix", "x-bar", "y-bar", "x2bar", "y2bar", "xybar",
+    "x2ybr", "xy2br", "x-ege", "xegvy", "y-ege", "yegvx",
+]  # fmt: skip
+VEHICLE_ATTRIBUTES = [
+    "compactness", "circularity", "distance-circularity", "radius-ratio",
+    "pr-axis-aspect-ratio", "max-length-aspect-ratio", "scatter-ratio", "elongatedness",
+    "pr-axis-rectangularity", "max-length-rectangularity", "scaled-variance-major",
+    "scaled-variance-minor", "scaled-radius-of-gyration", "skewness-about-major",
+    "skewness-about-minor", "kurtosis-about-minor", "kurtosis-about-major", "hollows-ratio",
+]  # fmt: skip
+SEGMENT_ATTRIBUTES = [
+    "region-centroid-col", "region-centroid-row", "region-pixel-count",
+    "short-line-density-5", "short-line-density-2", "vedge-mean", "vedge-sd", "hedge-mean",
+    "hedge-sd", "intensity-mean", "rawred-mean", "rawblue-mean", "rawgreen-mean", "exred-mean",
+    "exblue-mean", "exgreen-mean", "value-mean", "saturation-mean", "hue-mean",
+]  # fmt: skip
+# sat.doc: each row is a 3x3 neighbourhood, pixel by pixel, 4 spectral values a pixel
+SATIMAGE_ATTRIBUTES = [f"p{pixel}b{band}" for pixel in range(1, 10) for band in range(1, 5)]
+SPECTF_ATTRIBUTES = [f"F{i}{phase}" for i in range(1, 23) for phase in "RS"]
+MONKS_ATTRIBUTES = ["a1", "a2", "a3", "a4", "a5", "a6"]
+ZOO_ATTRIBUTES = [
+    "hair", "feathers", "eggs", "milk", "airborne", "aquatic", "predator", "toothed",
+    "backbone", "breathes", "venomous", "fins", "legs", "tail", "domestic", "catsize",
+]  # fmt: skip
+PARKINSONS_ATTRIBUTES = [
+    "MDVP:Fo(Hz)", "MDVP:Fhi(Hz)", "MDVP:Flo(Hz)", "MDVP:Jitter(%)", "MDVP:Jitter(Abs)",
+    "MDVP:RAP", "MDVP:PPQ", "Jitter:DDP", "MDVP:Shimmer", "MDVP:Shimmer(dB)", "Shimmer:APQ3",
+    "Shimmer:APQ5", "MDVP:APQ", "Shimmer:DDA", "NHR", "HNR", "RPDE", "DFA", "spread1",
+    "spread2", "D2", "PPE",
+]  # fmt: skip
+PARKINSONS_COLUMNS = ["name", *PARKINSONS_ATTRIBUTES[:16], "status", *PARKINSONS_ATTRIBUTES[16:]]
+SEEDS_ATTRIBUTES = ["area", "perimeter", "compactness", "kernel-length", "kernel-width"]
+SEEDS_ATTRIBUTES += ["asymmetry", "groove-length"]
+DERMATOLOGY_DISCRETE = [
+    "erythema", "scaling", "definite-borders", "itching", "koebner-phenomenon",
+    "polygonal-papules", "follicular-papules", "oral-mucosal-involvement",
+    "knee-and-elbow-involvement", "scalp-involvement", "family-history",
+    "melanin-incontinence", "eosinophils-in-the-infiltrate", "PNL-infiltrate",
+    "fibrosis-of-the-papillary-dermis", "exocytosis", "acanthosis", "hyperkeratosis",
+    "parakeratosis", "clubbing-of-the-rete-ridges", "elongation-of-the-rete-ridges",
+    "thinning-of-the-suprapapillary-epidermis", "spongiform-pustule", "munro-microabcess",
+    "focal-hypergranulosis", "disappearance-of-the-granular-layer",
+    "vacuolisation-and-damage-of-basal-layer", "spongiosis", "saw-tooth-appearance-of-retes",
+    "follicular-horn-plug", "perifollicular-parakeratosis",
+    "inflammatory-monoluclear-inflitrate", "band-like-infiltrate",
+]  # fmt: skip
+HAYES_ROTH_ATTRIBUTES = ["hobby", "age", "educational-level", "marital-status"]
+ABALONE_CONTINUOUS = ["length", "diameter", "height", "whole-weight", "shucked-weight"]
+ABALONE_CONTINUOUS += ["viscera-weight", "shell-weight"]
+PENDIGITS_ATTRIBUTES = [f"{axis}{i}" for i in range(1, 9) for axis in "xy"]
+CMC_CONTINUOUS = ["wife-age", "children"]
+CMC_DISCRETE = ["wife-education", "husband-education", "wife-religion", "wife-working"]
+CMC_DISCRETE += ["husband-occupation", "standard-of-living", "media-exposure"]
+CMC_COLUMNS = [
+    "wife-age", "wife-education", "husband-education", "children", "wife-religion",
+    "wife-working", "husband-occupation", "standard-of-living", "media-exposure", "method",
+]  # fmt: skip
+TAE_DISCRETE = ["native-english", "instructor", "course", "summer"]
+TAE_COLUMNS = [*TAE_DISCRETE, "class-size", "score"]
+FLAGS_CONTINUOUS = ["area", "population", "bars", "stripes", "colours", "circles", "crosses"]
+FLAGS_CONTINUOUS += ["saltires", "quarters", "sunstars"]
+FLAGS_COLUMNS = [
+    "name", "landmass", "zone", "area", "population", "language", "religion", "bars",
+    "stripes", "colours", "red", "green", "blue", "gold", "white", "black", "orange",
+    "mainhue", "circles", "crosses", "saltires", "quarters", "sunstars", "crescent",
+    "triangle", "icon", "animate", "text", "topleft", "botright",
+]  # fmt: skip
+FLAGS_DISCRETE = [c for c in FLAGS_COLUMNS[1:] if c not in [*FLAGS_CONTINUOUS, "religion"]]
+POSTOP_DISCRETE = ["L-CORE", "L-SURF", "L-O2", "L-BP", "SURF-STBL", "CORE-STBL", "BP-STBL"]
+POSTOP_COLUMNS = [*POSTOP_DISCRETE, "COMFORT", "ADM-DECS"]
+ARRHYTHMIA_LEADS = ["DI", "DII", "DIII", "AVR", "AVL", "AVF", "V1", "V2", "V3", "V4", "V5", "V6"]
+ARRHYTHMIA_WAVES = ["Q-width", "R-width", "S-width", "R'-width", "S'-width", "deflections"]
+ARRHYTHMIA_FLAGS = ["ragged-R", "diphasic-R", "ragged-P", "diphasic-P", "ragged-T"]
+ARRHYTHMIA_FLAGS += ["diphasic-T"]
+ARRHYTHMIA_AMPLITUDES = ["JJ", "Q", "R", "S", "R'", "S'", "P", "T", "QRSA", "QRSTA"]
+ARRHYTHMIA_CONTINUOUS = [
+    "age", "height", "weight", "QRS-duration", "P-R-interval", "Q-T-interval", "T-interval",
+    "P-interval", "QRS-angle", "T-angle", "P-angle", "QRST-angle", "J-angle", "heart-rate",
+]  # fmt: skip
+ARRHYTHMIA_CONTINUOUS += [f"{lead}-{w}" for lead in ARRHYTHMIA_LEADS for w in ARRHYTHMIA_WAVES]
+ARRHYTHMIA_CONTINUOUS += [
+    f"{lead}-{a}-amplitude" for lead in ARRHYTHMIA_LEADS for a in ARRHYTHMIA_AMPLITUDES
+]
+ARRHYTHMIA_DISCRETE = ["sex"]
+ARRHYTHMIA_DISCRETE += [f"{lead}-{f}" for lead in ARRHYTHMIA_LEADS for f in ARRHYTHMIA_FLAGS]
+ARRHYTHMIA_COLUMNS = [
+    "age", "sex", *ARRHYTHMIA_CONTINUOUS[1:14],
+    *[
+        column
+        for lead in ARRHYTHMIA_LEADS
+        for column in [
+            *(f"{lead}-{w}" for w in ARRHYTHMIA_WAVES),
+            *(f"{lead}-{f}" for f in ARRHYTHMIA_FLAGS),
+        ]
+    ],
+    *(f"{lead}-{a}-amplitude" for lead in ARRHYTHMIA_LEADS for a in ARRHYTHMIA_AMPLITUDES),
+    "class",
+]  # fmt: skip
 
 
 REGISTRY_FILE = "registry.txt"
@@ -505,6 +632,123 @@ REGISTRY: dict[str, DatasetInfo] = {
 
 
         # --- study datasets, part 2 ---
+        _registered(
+            "spambase", "Spambase: e-mail spam (1) or not (0), 57 word/character statistics",
+            _csv_parser([*SPAMBASE_ATTRIBUTES, "spam"]), _kinds(SPAMBASE_ATTRIBUTES), "spam",
+        ),
+        _registered(
+            "haberman", "Haberman's survival after breast cancer surgery (2: died within 5 years)",
+            _csv_parser([*HABERMAN_ATTRIBUTES, "survival"]), _kinds(HABERMAN_ATTRIBUTES),
+            "survival",
+        ),
+        _registered(
+            "blood-transfusion", "Blood transfusion service center: donated in March 2007 (1)",
+            _csv_parser([*TRANSFUSION_ATTRIBUTES, "donated"], skiprows=1),
+            _kinds(TRANSFUSION_ATTRIBUTES), "donated",
+        ),
+        _registered(
+            "banknote", "Banknote authentication, 4 wavelet statistics of an image (class 0/1)",
+            _csv_parser([*BANKNOTE_ATTRIBUTES, "class"]), _kinds(BANKNOTE_ATTRIBUTES), "class",
+        ),
+        _registered(
+            "magic", "MAGIC gamma telescope: gamma (g, signal) or hadron (h, background)",
+            _csv_parser([*MAGIC_ATTRIBUTES, "class"]), _kinds(MAGIC_ATTRIBUTES), "class",
+        ),
+        _registered(
+            "letter-recognition", "Letter recognition: 26 capital letters, 16 integer features",
+            _csv_parser(["letter", *LETTER_ATTRIBUTES]), _kinds(LETTER_ATTRIBUTES), "letter",
+        ),
+        _registered(
+            "vehicle", "Statlog vehicle silhouettes (opel, saab, bus, van), xaa..xai.dat stacked",
+            _parse_whitespace([*VEHICLE_ATTRIBUTES, "class"]), _kinds(VEHICLE_ATTRIBUTES),
+            "class",
+        ),
+        _registered(
+            "segment", "Statlog image segmentation, 7 classes (1..7: brickface ... grass)",
+            _parse_whitespace([*SEGMENT_ATTRIBUTES, "class"]), _kinds(SEGMENT_ATTRIBUTES),
+            "class",
+        ),
+        _registered(
+            "satimage", "Statlog Landsat satellite image, 6 soil classes, sat.trn + sat.tst",
+            _parse_whitespace([*SATIMAGE_ATTRIBUTES, "class"]), _kinds(SATIMAGE_ATTRIBUTES),
+            "class",
+        ),
+        _registered(
+            "spectf", "SPECTF heart: cardiac SPECT image features (1: abnormal); SPECTF.test only",
+            _csv_parser(["diagnosis", *SPECTF_ATTRIBUTES]), _kinds(SPECTF_ATTRIBUTES),
+            "diagnosis",
+        ),
+        _registered(
+            "monks-1", "MONK's problem 1: monks-1.test, all 432 attribute combinations",
+            _ids_dropped(_parse_whitespace(["class", *MONKS_ATTRIBUTES, "id"]), "id"),
+            _kinds(discrete=MONKS_ATTRIBUTES), "class",
+        ),
+        _registered(
+            "monks-2", "MONK's problem 2: monks-2.test, all 432 attribute combinations",
+            _ids_dropped(_parse_whitespace(["class", *MONKS_ATTRIBUTES, "id"]), "id"),
+            _kinds(discrete=MONKS_ATTRIBUTES), "class",
+        ),
+        _registered(
+            "monks-3", "MONK's problem 3: monks-3.test, all 432 attribute combinations",
+            _ids_dropped(_parse_whitespace(["class", *MONKS_ATTRIBUTES, "id"]), "id"),
+            _kinds(discrete=MONKS_ATTRIBUTES), "class",
+        ),
+        _registered(
+            "zoo", "Zoo: 7 animal types (1: mammal), 15 boolean attributes and legs",
+            _ids_dropped(_csv_parser(["animal", *ZOO_ATTRIBUTES, "type"]), "animal"),
+            _kinds(discrete=ZOO_ATTRIBUTES), "type",
+        ),
+        _registered(
+            "parkinsons", "Oxford Parkinson's disease detection from voice (status 1: disease)",
+            _ids_dropped(_csv_parser(PARKINSONS_COLUMNS, skiprows=1), "name"),
+            _kinds(PARKINSONS_ATTRIBUTES), "status",
+        ),
+        _registered(
+            "seeds", "Seeds: wheat kernels, 3 varieties (1 Kama, 2 Rosa, 3 Canadian)",
+            _parse_whitespace([*SEEDS_ATTRIBUTES, "variety"]), _kinds(SEEDS_ATTRIBUTES),
+            "variety",
+        ),
+        _registered(
+            "dermatology", "Dermatology: 6 erythemato-squamous diseases (1: psoriasis)",
+            _csv_parser([*DERMATOLOGY_DISCRETE, "age", "class"]),
+            _kinds(["age"], DERMATOLOGY_DISCRETE), "class",
+        ),
+        _registered(
+            "hayes-roth", "Hayes-Roth: 3 classes of people, 4 nominal attributes (.data only)",
+            _ids_dropped(_csv_parser(["name", *HAYES_ROTH_ATTRIBUTES, "class"]), "name"),
+            _kinds(discrete=HAYES_ROTH_ATTRIBUTES), "class",
+        ),
+        _registered(
+            "abalone", "Abalone: age (rings) from physical measurements",
+            _csv_parser(["sex", *ABALONE_CONTINUOUS, "rings"]),
+            _kinds(ABALONE_CONTINUOUS, ["sex"]), "rings",
+        ),
+        _registered(
+            "pendigits", "Pen-based handwritten digits, 8 (x, y) points, .tra + .tes",
+            _csv_parser([*PENDIGITS_ATTRIBUTES, "digit"]), _kinds(PENDIGITS_ATTRIBUTES), "digit",
+        ),
+        _registered(
+            "cmc", "Contraceptive method choice (1 no use, 2 long-term, 3 short-term)",
+            _csv_parser(CMC_COLUMNS), _kinds(CMC_CONTINUOUS, CMC_DISCRETE), "method",
+        ),
+        _registered(
+            "tae", "Teaching assistant evaluation: score 1 low, 2 medium, 3 high",
+            _csv_parser(TAE_COLUMNS), _kinds(["class-size"], TAE_DISCRETE), "score",
+        ),
+        _registered(
+            "flags", "Flags of 194 countries: religion (0..7) from the flag and the country",
+            _ids_dropped(_csv_parser(FLAGS_COLUMNS), "name"),
+            _kinds(FLAGS_CONTINUOUS, FLAGS_DISCRETE), "religion",
+        ),
+        _registered(
+            "post-operative", "Post-operative patients: where to send them (A, S or I)",
+            _csv_parser(POSTOP_COLUMNS), _kinds(["COMFORT"], POSTOP_DISCRETE), "ADM-DECS",
+        ),
+        _registered(
+            "arrhythmia", "Cardiac arrhythmia: 16 classes (1: normal), 279 ECG attributes",
+            _csv_parser(ARRHYTHMIA_COLUMNS),
+            _kinds(ARRHYTHMIA_CONTINUOUS, ARRHYTHMIA_DISCRETE), "class",
+        ),
 
 
 

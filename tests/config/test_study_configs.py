@@ -71,7 +71,11 @@ def test_study_config_follows_the_rules(path, mirror_env):
     marked = "judgement:" in text or "event:" in text
     chosen = _chosen(config, marked)
     rule = yaml.safe_load(f"target: {chosen.target.rule}")["target"]
-    assert config.target.positive == [str(p) for p in rule["positive"]]
+    if "threshold" in rule:  # a numeric label (abalone's rings): above its median
+        threshold = config.target.threshold
+        assert {"op": threshold.op, "value": threshold.value} == rule["threshold"]
+    else:
+        assert config.target.positive == [str(p) for p in rule["positive"]]
     if not marked:  # the rule's own target: the positive class is not a choice
         assert dataset_choices(config.dataset).target.rule == chosen.target.rule
     usable = [c.name for c in chosen.columns if c.usable]
