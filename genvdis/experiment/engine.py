@@ -32,7 +32,7 @@ from genvdis.data.uci import RawData
 from genvdis.experiment import planning, splits
 from genvdis.experiment.planning import Plan, plan_tasks
 from genvdis.experiment.scoring import EncodedData, count_errors
-from genvdis.models import estimators
+from genvdis.models import estimators, registry
 from genvdis.models.base import BatchFit, LinearModel
 from genvdis.progress import Progress, silent
 from genvdis.store import lock as runlock
@@ -229,6 +229,7 @@ def run_experiment(
     allow_imports: tuple[str, ...] = (),
     folder: str | None = None,
     raw: RawData | None = None,
+    baseline: bool = True,
 ) -> Path:
     """Run (or resume) one config; returns the run folder holding the CSVs, `<out_dir>/<folder
     or the config's name>` (a sweep's variants: `<name>/variants/<id>`). The folder is
@@ -237,7 +238,8 @@ def run_experiment(
     asked;
     `allow_imports` are import prefixes estimator entries may use besides sklearn;
     `progress` is told of the blocks as they finish (default: nothing shown); `raw`, the
-    config's table if the caller has read it already (a sweep reads each table once)."""
+    config's table if the caller has read it already (a sweep reads each table once);
+    `baseline`: whether the run adds the majority-class baseline (`with_baseline`)."""
     tuning.tune_process()  # the run's parent; each worker tunes itself in `_task`
     run_dir = results.prepare_output(out_dir, folder or config.name)
     estimators.check_config(config.models, allow_imports)
@@ -260,6 +262,8 @@ def run_experiment(
     allowed = estimators.allowed_prefixes(allow_imports)
     models = estimators.build_models(config.models, data.layout, allowed, len(data.class_counts))
     resolved = resolve(config, data)
+    if baseline:
+        models = with_baseline(models, data, resolved)
     if versions := estimators.versions(config.models):  # they change the numbers: fingerprinted
         resolved["estimator_versions"] = versions
     resolved["splits_per_block"] = plan.first_blocks()
@@ -273,6 +277,22 @@ def run_experiment(
         for line in estimators.warning_lines(runfiles.read_summary(run_dir)):
             log.warning("%s: %s", config.name, line)
     return run_dir
+
+
+BASELINE = "majority"  # the model every run is read against (models/majority.py)
+
+
+def with_baseline(models: list, data: PreparedData, resolved: dict) -> list:
+    """The run's models with the majority-class baseline last, where the config does not
+    list it already: every learning curve is read against it (docs/analysis.md). Last, and
+    on its own random stream (it draws none), so no other model's rows or numbers move; its
+    fit is a count of the training labels. The resolved config records it (`baseline`), so
+    the fingerprint tells a run with it from one without."""
+    resolved["baseline"] = BASELINE
+    if any(model.name == BASELINE for model in models):
+        return models
+    info = registry.model_info(BASELINE)
+    return [*models, info.build({}, data.layout, len(data.class_counts))]
 
 
 def _already_done(run: Run) -> bool:
