@@ -34,6 +34,7 @@ from genvdis.experiment.planning import Plan, plan_tasks
 from genvdis.experiment.scoring import EncodedData, count_errors
 from genvdis.models import estimators, registry
 from genvdis.models.base import BatchFit, LinearModel
+from genvdis.models.majority import Majority, majority_errors
 from genvdis.progress import Progress, silent
 from genvdis.store import lock as runlock
 from genvdis.store import results, runfiles
@@ -107,13 +108,18 @@ def _fit_linear(data, models, m, block, protocol, train, test_mask) -> tuple[dic
     for model in models:
         Z = data.reference if model.reference_coding else data.onehot
         fits.append(model.fit_batch(Z, data.y, train, keys, **_once_a_run(model, data, Z)))
-    classifiers = [
-        data.as_onehot(fit, model.reference_coding) for fit, model in zip(fits, models, strict=True)
-    ]
-    ties = [fit.ties for fit in fits]
-    errors = _score(data, models, classifiers, ties, train, test_mask)
+    # the majority class's errors are counted from the labels (`majority.majority_errors`), the
+    # others' scored from their decision values
+    counted = [model for model in models if isinstance(model, Majority)]
+    scored = [(x, fit) for x, fit in zip(models, fits, strict=True) if not isinstance(x, Majority)]
+    errors = {model.name: majority_errors(data.y, train, test_mask) for model in counted}
+    if scored:
+        classifiers = [data.as_onehot(fit, model.reference_coding) for model, fit in scored]
+        ties = [fit.ties for _, fit in scored]
+        counts = _score(data, [model for model, _ in scored], classifiers, ties, train, test_mask)
+        errors |= {model.name: n for (model, _), n in zip(scored, counts, strict=True)}
     names = [model.name for model in models]
-    return dict(zip(names, errors, strict=True)), dict(zip(names, fits, strict=True))
+    return errors, dict(zip(names, fits, strict=True))
 
 
 # Multiply-adds of one scoring call (rows x columns x classifiers): a block is scored in one
