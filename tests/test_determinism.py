@@ -74,7 +74,7 @@ def test_reference_run_is_complete_and_exercises_the_sampler(setup):
     for name, (sizes, splits) in {"toy": ([10, 40], 6), "toy-discrete": ([6, 30], 5)}.items():
         errors = pd.read_csv(folder / "jobs1" / name / "errors.csv")
         # every (model, m, split) exactly once, though blocks of 2 split 5 splits unevenly
-        assert len(errors) == 2 * len(sizes) * splits
+        assert len(errors) == 3 * len(sizes) * splits  # 2 models + the majority class
         assert not errors.duplicated(["model", "m", "split"]).any()
         summary = pd.read_csv(folder / "jobs1" / name / "summary.csv")
         lr = summary[summary["model"] == "logistic_regression"]
