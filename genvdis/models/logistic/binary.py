@@ -36,11 +36,11 @@ SPARSE_MIN_WIDTH, SPARSE_DENSITY = 20, 0.3  # data this wide and sparse: `layout
 
 
 # Trajectories per random separating hyperplane: by default (`mcmc_iterations: auto`) each chain
-# stops when its own statistics say it has mixed (`sampler.UntilMixed`); a number asks for that
-# many on every chain. TRAJECTORIES is the fixed count the benchmarks compare the rule with:
-# benchmarks/sampler_mixing.py finds no bias at 3 standard errors on a hard training set of any
-# separable panel from 20 fixed trajectories on (sonar at m = 155: 15 at 3, 4.7 at 10), and 30
-# leaves a margin (docs/separable.md).
+# stops when its own statistic says it has mixed (`sampler.UntilMixed`), after at most
+# TRAJECTORIES; a number asks for that many on every chain. benchmarks/sampler_mixing.py finds
+# no bias at 3 standard errors on a hard training set of any separable panel from 20 fixed
+# trajectories on (sonar at m = 155: 15 at 3, 4.7 at 10); 30 leaves a margin, and the rule's
+# cap is that count (docs/separable.md).
 TRAJECTORIES = 30
 
 

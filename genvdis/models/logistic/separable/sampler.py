@@ -349,7 +349,7 @@ class UntilMixed:
     from a fixed number of trajectories later the chain has forgotten that moment."""
 
     floor: int = 10
-    cap: int = 60
+    cap: int = 30
     effective: float = 10.0
     after: int = 5
 

@@ -393,7 +393,7 @@ def test_the_sampled_hyperplanes_depend_on_the_coding():
     assert first["separable"].tolist() == last["separable"].tolist()
     lr = first["model"] == "logistic_regression"
     ran, separable = first.loc[lr, "trajectories"], first.loc[lr, "separable"]
-    assert (ran[~separable] == 0).all() and ran[separable].between(15, 60).all()
+    assert (ran[~separable] == 0).all() and ran[separable].between(15, 30).all()
     assert not first.loc[lr & first["separable"], "errors"].equals(
         last.loc[lr & last["separable"], "errors"]
     )

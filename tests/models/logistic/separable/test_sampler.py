@@ -16,7 +16,11 @@ from genvdis._runtime import portable, streams
 from genvdis._runtime.streams import stream_keys
 from genvdis.models.base import FeatureLayout
 from genvdis.models.logistic.separable import hyperplanes, sampler
-from genvdis.models.logistic_regression import LogisticRegression, LogisticRegressionSpec
+from genvdis.models.logistic_regression import (
+    TRAJECTORIES,
+    LogisticRegression,
+    LogisticRegressionSpec,
+)
 from tests.models.logistic.separable.test_hyperplanes import (
     SQUARE_X,
     SQUARE_Y,
@@ -146,7 +150,7 @@ def test_a_draw_depends_on_its_own_problem_alone():
     z0 = np.stack([hyperplanes.max_margin(a)[1] for a in A])
     keys = stream_keys(5, 12, range(6), 1)
     whole, ran = sampler.draw(A, z0, keys, sampler.UntilMixed())
-    assert ran.min() >= 15 and ran.max() <= 60 and len(set(ran.tolist())) > 1
+    assert ran.min() >= 15 and ran.max() <= 30 and len(set(ran.tolist())) > 1
     for part in ([3], [5, 0, 2], [1, 4, 3, 2]):
         z, n = sampler.draw(A[part], z0[part], keys[part], sampler.UntilMixed())
         np.testing.assert_array_equal(z, whole[part])
@@ -179,6 +183,7 @@ def test_the_config_chooses_the_rule_or_a_fixed_count():
     """`mcmc_iterations` is `auto` (the rule) by default or a whole number >= 1, with one
     message for anything else; a fit records each split's trajectories."""
     assert LogisticRegressionSpec().mcmc_iterations == "auto"
+    assert sampler.UntilMixed().cap == TRAJECTORIES  # the rule's cap: the validated count
     layout = FeatureLayout(2)
     assert isinstance(LogisticRegression(layout)._chain_length(), sampler.UntilMixed)
     assert LogisticRegression(layout, mcmc_iterations=7)._chain_length() == sampler.Fixed(7)
@@ -190,4 +195,4 @@ def test_the_config_chooses_the_rule_or_a_fixed_count():
         )
     idx = np.arange(6)[None, :]
     fit = LogisticRegression(layout).fit_batch(SQUARE_X, SQUARE_Y, idx, np.array([3], np.uint64))
-    assert fit.separable.tolist() == [True] and 15 <= fit.trajectories[0] <= 60
+    assert fit.separable.tolist() == [True] and 15 <= fit.trajectories[0] <= 30
