@@ -13,8 +13,9 @@ z, and the uniform law on V has the direction uniform (in solid angle) over the 
   and any would only rotate the chain).
 w is drawn by exact Hamiltonian Monte Carlo for the truncated normal (each iteration: an
 exactly solved Hamiltonian trajectory that bounces off the walls), which costs O(m) per bounce
-instead of O(m d). Finally the radius is drawn as U^(1/d), so the returned point is uniform on
-V itself (docs/separable.md).
+instead of O(m d). Each chain runs until its own statistic says it has forgotten its start
+(`UntilMixed`), or a fixed number of trajectories (`Fixed`). Finally the radius is drawn as
+U^(1/d), so the returned point is uniform on V itself (docs/separable.md).
 """
 
 from __future__ import annotations
