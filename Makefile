@@ -19,7 +19,8 @@ EXAMPLES := configs/examples/sonar-max-margin.yaml configs/examples/sonar-ridge.
 SWEEP := configs/sweeps/figure1.yaml
 SWEEP_SPLITS ?= 200
 
-.PHONY: install test test-fast lint format all panels examples theory plot report sweep study bench clean
+.PHONY: install test test-fast lint format all panels examples theory plot report sweep study bench \
+	openml-cc18 clean
 
 STAMP := $(VENV)/.installed
 
@@ -81,6 +82,15 @@ sweep: $(STAMP)
 # results/study/, all in one pool of workers (docs/usage.md); not part of `all`
 study: $(STAMP)
 	$(BIN)/genvdis study --splits $(SPLITS) --jobs $(JOBS)
+
+# OpenML-CC18's 35 binary tasks, online (docs/datasets.md, "OpenML"): a config per dataset by
+# `genvdis init`'s rules, each dataset fetched once into the data folder, then the protocol on
+# each; in one `genvdis study` pool. About 28 CPU
+# hours at 1000 splits (`genvdis suite ... --cost`); not part of `all`
+openml-cc18: $(STAMP)
+	$(BIN)/genvdis suite configs/suites/openml-cc18-binary.yaml --out configs/openml-cc18
+	$(BIN)/genvdis study configs/openml-cc18/ --out results/openml-cc18 --splits $(SPLITS) \
+		--jobs $(JOBS)
 
 # speed: engine vs the per-split scikit-learn loop, then where the engine's time goes, then
 # the estimator path's overhead over a bare loop

@@ -439,6 +439,33 @@ def report(
         explorer.serve(server, say=typer.echo)
 
 
+@app.command("study-report")
+@_guarded
+def study_report(
+    results_dirs: Annotated[
+        list[Path], typer.Argument(help="Analysed results folders (`genvdis report` them first).")
+    ],
+    out: Annotated[Path, typer.Option(help="The folder to write the study's files into.")],
+    sweep: Annotated[
+        list[Path] | None,
+        typer.Option(
+            help="A sweep's folder with sensitivity.csv (repeatable).", show_default=False
+        ),
+    ] = None,
+    boot: Annotated[int, typer.Option(help="Bootstrap resamples over datasets.")] = 2000,
+) -> None:
+    """The cross-dataset report: study.csv, STUDY.md, STUDY.html, figures, study-explorer.html."""
+    _headless()
+    from genvdis.config.experiment import MAX_BOOT, MIN_BOOT
+    from genvdis.errors import UserError
+    from genvdis.report.study import write_study
+
+    if not MIN_BOOT <= boot <= MAX_BOOT:
+        raise UserError(f"--boot must be from {MIN_BOOT} to {MAX_BOOT}, not {boot}")
+    for path in write_study(results_dirs, out, sweeps=sweep or (), n_boot=boot):
+        typer.echo(str(path))
+
+
 @app.command("datasets")
 @_guarded
 def list_datasets(
@@ -508,22 +535,75 @@ def list_configs() -> None:
 @app.command()
 @_guarded
 def init(
-    table: Annotated[Path, typer.Argument(help="Your CSV (.tsv: tab-separated), with a header.")],
-    target: Annotated[str, typer.Option(help="The label column's name.")],
+    table: Annotated[
+        Path | None, typer.Argument(help="Your CSV (.tsv: tab-separated), with a header.")
+    ] = None,
+    target: Annotated[str | None, typer.Option(help="The label column's name.")] = None,
+    dataset: Annotated[
+        str | None,
+        typer.Option(help="A registered dataset instead of a table (`genvdis datasets`)."),
+    ] = None,
     positive: Annotated[
-        str | None, typer.Option(help="The positive class's label (default: inferred).")
+        list[str] | None,
+        typer.Option(help="The positive class's label, repeated for several (default: inferred)."),
     ] = None,
     output: Annotated[
         Path | None,
-        typer.Option("--output", "-o", help="The config to write (default: ./<table name>.yaml)."),
+        typer.Option(
+            "--output", "-o", help="The config to write (default: ./<table or dataset>.yaml)."
+        ),
     ] = None,
     force: Annotated[bool, typer.Option(help="Overwrite an existing config.")] = False,
+    mirror: Annotated[
+        str | None, typer.Option(help="With --dataset: a mirror of the UCI archive.")
+    ] = None,
 ) -> None:
-    """Write a commented starter config for your own table: kinds, classes, an m grid."""
-    from genvdis.starter import write_starter
+    """Write a commented starter config for your own table, or for a registered dataset
+    (--dataset): kinds, classes, an m grid."""
+    from genvdis.starter import write_init
 
-    path = write_starter(table, target, positive=positive, output=output, force=force)
+    path = write_init(
+        table, target, dataset=dataset, positive=positive, output=output, force=force,
+        mirror=mirror,
+    )  # fmt: skip
     typer.echo(f"wrote {path}: read its comments, then `genvdis run {path}`")
+
+
+@app.command()
+@_guarded
+def suite(
+    suite_file: Annotated[
+        Path, typer.Argument(help="A suite file, e.g. configs/suites/openml-cc18-binary.yaml.")
+    ],
+    out: Annotated[
+        Path | None, typer.Option(help="The folder to write one config per dataset into.")
+    ] = None,
+    cost: Annotated[
+        bool, typer.Option(help="Estimate the runs from the suite's sizes instead (offline).")
+    ] = False,
+    splits: Annotated[int, typer.Option(help="Splits per m for --cost.", min=1)] = 1000,
+    force: Annotated[bool, typer.Option(help="Overwrite configs already written.")] = False,
+) -> None:
+    """Write a config for each dataset of an OpenML suite (fetched once, then cached), by
+    `genvdis init`'s rules; then run them, e.g. `genvdis run <folder>/*.yaml`."""
+    from genvdis import starter
+    from genvdis.errors import UserError
+
+    if cost:
+        costs = starter.suite_cost(starter.read_suite(suite_file), splits)
+        for item in costs:
+            e = item.entry
+            typer.echo(
+                f"{e.name:<34} {e.rows:>6} rows {e.features:>5} attributes "
+                f"{len(item.sizes):>3} sizes {item.cpu_seconds / 60:9.1f} CPU min"
+            )
+        total = sum(item.cpu_seconds for item in costs) / 3600
+        typer.echo(f"total at {splits} splits: {total:.1f} CPU hours (estimated, doubled)")
+        return
+    if out is None:
+        raise UserError("--out: give the folder to write the configs into (or --cost)")
+    for path, written in starter.write_suite(suite_file, out, force=force):
+        typer.echo(f"{'wrote' if written else 'kept'} {path}")
 
 
 if __name__ == "__main__":  # pragma: no cover

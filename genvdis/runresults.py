@@ -159,7 +159,7 @@ class Results:
         --------
         >>> import genvdis
         >>> res = genvdis.run("pima", splits=20, out="results")
-        >>> len(res.errors) == 2 * 13 * 20  # models x sizes x splits
+        >>> len(res.errors) == 3 * 13 * 20  # (2 models + the majority class) x sizes x splits
         True
         """
         from genvdis.store.runfiles import read_errors
@@ -335,7 +335,7 @@ class Results:
         >>> res = genvdis.run("pima", splits=20, out="results")
         >>> ax = res.plot()
         >>> ax.get_title(), [t.get_text() for t in ax.get_legend().get_texts()]
-        ('pima', ['naive Bayes', 'logistic regression'])
+        ('pima', ['naive Bayes', 'logistic regression', 'majority class'])
         """
         from genvdis.report import plotting
 

@@ -1,4 +1,6 @@
-"""`genvdis init`: a commented starter config for a user's own table.
+"""`genvdis init`: a commented starter config for a user's own table, or for a registered
+dataset (`--dataset`: the study configs, kinds from the registry instead of inferred);
+`genvdis suite`: one for each dataset of an OpenML suite file, by the same rules.
 
 It reads the table as a run would (`sources.read_file_table`), then writes out every
 choice, inferred or defaulted, with a comment saying why: each column's kind, the two classes,
@@ -13,17 +15,21 @@ import math
 import os
 import re
 import textwrap
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 import yaml
+from pydantic import Field
 
 from genvdis._version import __version__
-from genvdis.config.experiment import parse_config
-from genvdis.config.sections import FileDataset
+from genvdis.config.experiment import parse_config, validate_mapping
+from genvdis.config.sections import FileDataset, OpenMLDataset, StrictModel
+from genvdis.data import openml
 from genvdis.data.preprocessing import keys_of, label_keys, label_text, read_numbers
-from genvdis.data.sources import FEW_VALUES, infer_kind, read_file_table
+from genvdis.data.sources import FEW_VALUES, OpenMLSource, infer_kind, read_file_table
+from genvdis.data.uci import DatasetInfo, RawData, get_info, load_registered
 from genvdis.errors import UserError
 from genvdis.store.results import atomic_write_text
 
@@ -112,10 +118,13 @@ def _threshold(numbers: pd.Series) -> Target:
     return Target('{threshold: {op: ">", value: median}}', why, y)
 
 
-def choose_target(labels: pd.Series, column: str, positive: str | None) -> Target:
-    """The positive class: --positive; else, for numbers with many values, above the median;
-    else the smaller of two classes, or, with more, the largest (the most even one-vs-rest
-    split). Labels are counted as a run compares them: '1' and '1.0' are one."""
+def choose_target(labels: pd.Series, column: str, positive: str | list[str] | None) -> Target:
+    """The positive class: --positive (one label, or several that form the positive class
+    together); else, for numbers with many values, above the median; else the smaller of two
+    classes, or, with more, the largest (the most even one-vs-rest split). Labels are counted
+    as a run compares them: '1' and '1.0' are one."""
+    positives = [positive] if isinstance(positive, str) else list(positive or [])
+    positive = positives or None
     numbers = read_numbers(labels).values
     many = labels.dropna().nunique() > FEW_VALUES
     if positive is None and many and numbers.notna().sum() == labels.notna().sum():
@@ -135,22 +144,28 @@ def choose_target(labels: pd.Series, column: str, positive: str | None) -> Targe
         raise UserError(
             f"--target: column '{column}' needs two classes, it has {len(counts)}{found}"
         )
-    chosen = keys_of([positive], text, keys)[0] if positive is not None else None
-    if positive is not None and chosen not in set(keys.dropna().unique()):
-        raise UserError(f"--positive: '{positive}' is not a label in column '{column}' ({listed})")
+    present = set(keys.dropna().unique())
+    for label, key in zip(positives, keys_of(positives, text, keys), strict=True):
+        if key not in present:
+            raise UserError(f"--positive: '{label}' is not a label in column '{column}' ({listed})")
     if positive is None:
         by_size = counts.sort_values(kind="stable")
         two = len(counts) == 2
-        positive = str(by_size.index[0] if two else by_size.index[-1])
-        chosen = keys_of([positive], text, keys)[0]
+        positives = [str(by_size.index[0] if two else by_size.index[-1])]
         why = "the smaller class" if two else "the largest class, against all the others"
     else:
         why = "chosen with --positive"
-    y = (keys == chosen).astype(float).where(keys.notna())
-    why = f"classes (rows): {listed}. Positive: {json.dumps(positive)}, {why}; " + (
-        "every other label is negative" if len(counts) > 2 else "the other is negative"
+    chosen = keys_of(positives, text, keys)
+    if len(set(chosen)) == len(counts):
+        raise UserError(f"--positive: every label of column '{column}' is positive ({listed})")
+    y = keys.isin(chosen).astype(float).where(keys.notna())
+    named = ", ".join(json.dumps(p) for p in positives)
+    why = f"classes (rows): {listed}. Positive: {named}, {why}; " + (
+        "every other label is negative"
+        if len(counts) > len(positives) + 1
+        else "the other is negative"
     )
-    return Target(f"{{positive: [{json.dumps(positive)}]}}", why, y)
+    return Target(f"{{positive: [{named}]}}", why, y)
 
 
 def _also(spellings: list[str] | None) -> str:
@@ -158,17 +173,22 @@ def _also(spellings: list[str] | None) -> str:
     return f" (with {', '.join(json.dumps(s) for s in spellings)})" if spellings else ""
 
 
-def choose_missing(frame: pd.DataFrame, columns: list[Column], labelled: pd.Series):
+def choose_missing(
+    frame: pd.DataFrame,
+    columns: list[Column],
+    labelled: pd.Series,
+    tokens: str = "'?', '', 'NA' or 'nan'",
+):
     """(policy, reason, rows kept): drop rows with a missing cell unless that loses more than
     MANY_MISSING of them; then missing discrete values become a value of their own if only
-    discrete columns have any, else they are imputed."""
+    discrete columns have any, else they are imputed. `tokens`: how the file writes one."""
     used = [c.name for c in columns if c.usable]
     gaps = frame.loc[labelled, used].isna()
     share = gaps.any(axis=1).mean()
     rows = f"{int(gaps.any(axis=1).sum())} of {int(labelled.sum())} labelled rows"
     if share <= MANY_MISSING:
         keep = labelled & frame[used].notna().all(axis=1)
-        why = f"{rows} have a missing cell ('?', '', 'NA' or 'nan'); a row with one is dropped"
+        why = f"{rows} have a missing cell ({tokens}); a row with one is dropped"
         return "drop", why, keep
     continuous = [c.name for c in columns if c.usable and c.kind == "continuous"]
     if not gaps[continuous].any().any():
@@ -215,14 +235,16 @@ def _commented(code: str, comment: str = "", at: int = COMMENT_AT) -> list[str]:
     """`code`, then `comment` wrapped into a column from `at` on."""
     if not comment:
         return [code]
-    parts = [" " * at + f"# {p}" for p in textwrap.wrap(comment, WIDTH - at - 2)]
+    parts = [
+        " " * at + f"# {p}" for p in textwrap.wrap(comment, WIDTH - at - 2, break_on_hyphens=False)
+    ]
     if len(code) >= at:  # a long value: the comment goes below it
         return [code, *parts]
     return [code.ljust(at) + parts[0][at:], *parts[1:]]
 
 
 def _note(text: str) -> list[str]:
-    return [f"# {line}" for line in textwrap.wrap(text, WIDTH - 2)]
+    return [f"# {line}" for line in textwrap.wrap(text, WIDTH - 2, break_on_hyphens=False)]
 
 
 def _key(name: str) -> str:
@@ -260,7 +282,7 @@ def _attribute_lines(columns: list[Column]) -> list[str]:
     return [*_note(f"every column but the label, except {left} (see kinds)"), f"attributes: {kept}"]
 
 
-def _protocol_lines(sizes: list[int], n: int, smaller: int) -> list[str]:
+def _protocol_lines(sizes: list[int], n: int, smaller: int, continuous: bool = True) -> list[str]:
     full = min(int(TRAIN_SHARE * n), MAX_M) > sizes[-1]
     lower = "; lower, so that every test set holds the smaller class" if full else ""
     grid = (
@@ -270,10 +292,20 @@ def _protocol_lines(sizes: list[int], n: int, smaller: int) -> list[str]:
         f"{sizes[-1]}, {int(TRAIN_SHARE * 100)}% of the rows (at most {MAX_M}{lower}), leaving "
         f"{n - sizes[-1]} to test on. The paper does not state its grids."
     )
+    scaling = (
+        [
+            "preprocessing:",
+            *_commented(
+                "  continuous: rescale",
+                "continuous columns to [0, 1] with the table's min "
+                "and max, as in the paper; or discretize (bins: 5)",
+            ),
+        ]
+        if continuous
+        else []
+    )
     return [
-        "preprocessing:",
-        *_commented("  continuous: rescale", "continuous columns to [0, 1] with the table's min "
-                    "and max, as in the paper; or discretize (bins: 5)"),
+        *scaling,
         "models:",
         *_commented("  - naive_bayes", "Gaussian with a variance shared by the classes on "
                     "continuous columns, Laplace-smoothed counts (l = 1) on discrete ones"),
@@ -306,7 +338,7 @@ def _relative(table: Path, folder: Path) -> str:
         return table.resolve().as_posix()
 
 
-def starter_text(table: Path, target: str, positive: str | None, output: Path) -> str:
+def starter_text(table: Path, target: str, positive: str | list[str] | None, output: Path) -> str:
     """The commented config for `table`, to be written at `output`; validated before return."""
     frame, _ = read_file_table(FileDataset(path=str(table), target=target))
     chosen = choose_target(frame[target], target, positive)  # first: the more basic problem
@@ -339,11 +371,162 @@ def starter_text(table: Path, target: str, positive: str | None, output: Path) -
     return text
 
 
+# --- a registered dataset: the study configs (docs/datasets.md, "Study datasets") ---
+
+
+@dataclass(frozen=True)
+class DatasetChoices:
+    """What `init --dataset` chooses for a registered dataset, by the same rules as for a
+    table: the attributes (kinds from the registry), target, missing rule and m grid."""
+
+    info: DatasetInfo
+    rows: int
+    columns: list[Column]
+    target: Target
+    missing: str
+    missing_why: str
+    n: int
+    smaller: int
+    sizes: list[int]
+
+
+def registered_columns(raw: RawData, name: str) -> list[Column]:
+    """The registry's attributes with the kinds its `.names` file gives (never inferred);
+    only an empty or single-valued column is left out, as for a table."""
+    columns = []
+    for column, kind in raw.attributes.items():
+        distinct = raw.frame[column].dropna().nunique()
+        if distinct <= 1:
+            why = ("empty" if distinct == 0 else "a single value") + ": left out"
+            columns.append(Column(column, kind, why, usable=False))
+        else:
+            columns.append(Column(column, kind, "as registered"))
+    if not any(c.usable for c in columns):
+        raise UserError(f"dataset '{name}': no usable attribute besides the target")
+    return columns
+
+
+def dataset_choices(
+    name: str,
+    positive: str | list[str] | None = None,
+    *,
+    attributes: list[str] | None = None,
+    mirror: str | None = None,
+) -> DatasetChoices:
+    """The rules of `genvdis init` applied to the registered dataset `name` (read through
+    the cache or the mirror, checked against its sha256); `attributes`, a subset of the
+    registered ones, when a config leaves some out (the rules then apply to the rest)."""
+    info = get_info(name)
+    raw = load_registered(name, mirror=mirror)
+    if attributes is not None:
+        raw.attributes = {a: k for a, k in raw.attributes.items() if a in set(attributes)}
+    chosen = choose_target(raw.frame[raw.target], raw.target, positive)
+    columns = registered_columns(raw, name)
+    missing, missing_why, keep = choose_missing(raw.frame, columns, chosen.y.notna(), "'?'")
+    y = chosen.y[keep]
+    n, smaller = len(y), int(min(y.sum(), len(y) - y.sum()))
+    sizes = size_grid(n, smaller)
+    return DatasetChoices(
+        info, len(raw.frame), columns, chosen, missing, missing_why, n, smaller, sizes
+    )
+
+
+def _kinds_note(columns: list[Column]) -> str:
+    parts = []
+    for kind in ("continuous", "discrete"):
+        names = [c.name for c in columns if c.usable and c.kind == kind]
+        if names:
+            parts.append(f"{len(names)} {kind} ({', '.join(names)})")
+    return " and ".join(parts)
+
+
+def _registered_attribute_lines(columns: list[Column]) -> list[str]:
+    kinds = {c.kind for c in columns if c.usable}
+    value = kinds.pop() if len(kinds) == 1 else "all"
+    note = f"kinds from the registry (the dataset's .names file): {_kinds_note(columns)}"
+    left = [c for c in columns if not c.usable]
+    if left:
+        note += "; left out: " + ", ".join(f"{c.name} ({c.why})" for c in left)
+        value = json.dumps([c.name for c in columns if c.usable])
+    return [*_note(note), *_flow(f"attributes: {value}")]
+
+
+def _flow(line: str) -> list[str]:
+    """A YAML line with a long flow list, wrapped (the list's items go on indented lines)."""
+    return textwrap.wrap(line, WIDTH, subsequent_indent="  ", break_on_hyphens=False) or [line]
+
+
+def dataset_starter_text(
+    name: str, positive: str | list[str] | None, output: Path, *, mirror: str | None = None
+) -> str:
+    """The commented study config for the registered dataset `name`; validated before return."""
+    chosen = dataset_choices(name, positive, mirror=mirror)
+    info = chosen.info
+    files = " + ".join(f.path.rsplit("/", 1)[-1] for f in info.files)
+    header = (
+        f"Study config for {name}, written by `genvdis init --dataset {name}` (genvdis "
+        f'{__version__}) by the rules of docs/datasets.md ("Study datasets"): Ng & Jordan\'s '
+        "protocol on a registered UCI dataset. Each comment says why; a comment that begins "
+        "with the word judgement marks a choice that departs from the rules, and says why."
+    )
+    lines = [
+        *_note(header),
+        *_commented(f"name: {name}", "the results folder: results/<name>/"),
+        *_commented(f"title: {json.dumps(name)}", "the figure's title"),
+        *_commented(f"dataset: {name}", f"{info.description}; UCI {files}, {chosen.rows} rows"),
+        *_registered_attribute_lines(chosen.columns),
+        *_note(chosen.target.why),
+        f"target: {chosen.target.rule}",
+        *_commented(f"missing: {chosen.missing}", chosen.missing_why),
+        *_protocol_lines(
+            chosen.sizes,
+            chosen.n,
+            chosen.smaller,
+            any(c.usable and c.kind == "continuous" for c in chosen.columns),
+        ),
+    ]
+    text = "\n".join(lines) + "\n"
+    parse_config(yaml.safe_load(text), str(output))  # a starter that does not validate is a bug
+    return text
+
+
+def write_dataset_starter(
+    name: str,
+    *,
+    positive: str | list[str] | None = None,
+    output: str | Path | None = None,
+    force: bool = False,
+    mirror: str | None = None,
+) -> Path:
+    """Write the study config for the registered dataset `name` (default: ./<name>.yaml)."""
+    output = Path(output) if output is not None else Path(f"{name}.yaml")
+    _check_output(output)
+    if output.exists() and not force:
+        raise UserError(f"{output}: already exists (--force overwrites it)")
+    _write(output, dataset_starter_text(name, positive, output, mirror=mirror))
+    return output
+
+
+def _check_output(output: Path) -> None:
+    if output.is_dir():
+        raise UserError(f"--output: {output} is a folder; give the config file's path")
+
+
+def _write(output: Path, text: str) -> None:
+    try:
+        atomic_write_text(output, text)
+    except OSError as error:  # a read-only folder, a file where a folder should be
+        where = f" ({error.filename})" if error.filename else ""
+        raise UserError(
+            f"--output: cannot write {output}: {error.strerror or error}{where}"
+        ) from None
+
+
 def write_starter(
     table: str | Path,
     target: str,
     *,
-    positive: str | None = None,
+    positive: str | list[str] | None = None,
     output: str | Path | None = None,
     force: bool = False,
 ) -> Path:
@@ -353,16 +536,178 @@ def write_starter(
     output = Path(output) if output is not None else Path(f"{config_name(table)}.yaml")
     if output.exists() and output.resolve() == table.resolve():
         raise UserError(f"--output: {output} is the table itself")
-    if output.is_dir():
-        raise UserError(f"--output: {output} is a folder; give the config file's path")
+    _check_output(output)
     if output.exists() and not force:
         raise UserError(f"{output}: already exists (--force overwrites it)")
-    text = starter_text(table, target, positive, output)
-    try:
-        atomic_write_text(output, text)
-    except OSError as error:  # a read-only folder, a file where a folder should be
-        where = f" ({error.filename})" if error.filename else ""
-        raise UserError(
-            f"--output: cannot write {output}: {error.strerror or error}{where}"
-        ) from None
+    _write(output, starter_text(table, target, positive, output))
     return output
+
+
+def write_init(
+    table: str | Path | None,
+    target: str | None,
+    *,
+    dataset: str | None = None,
+    positive: str | list[str] | None = None,
+    output: str | Path | None = None,
+    force: bool = False,
+    mirror: str | None = None,
+) -> Path:
+    """`genvdis init`: a table with its label column, or a registered dataset, never both."""
+    if (table is None) == (dataset is None):
+        raise UserError("init: give either a table (with --target) or --dataset NAME")
+    if dataset is not None:
+        if target is not None:
+            raise UserError("--target: a registered dataset has its label column already")
+        return write_dataset_starter(
+            dataset, positive=positive, output=output, force=force, mirror=mirror
+        )
+    if target is None:
+        raise UserError("--target: the table's label column is needed")
+    if mirror is not None:
+        raise UserError("--mirror: only with --dataset (a table is read where it is)")
+    return write_starter(table, target, positive=positive, output=output, force=force)
+
+
+# --- an OpenML suite: one config per dataset, by the rules above ----------------------------
+
+
+class SuiteDataset(StrictModel):
+    """One dataset of a suite file (configs/suites/): its OpenML data id, the suite's task id
+    and name for it, and its recorded size (rows, attributes besides the target, rows of the
+    smaller class), from which `suite_cost` estimates a run without the data."""
+
+    data_id: int = Field(ge=1)
+    task_id: int | None = Field(default=None, ge=1)
+    name: str
+    rows: int = Field(ge=2)
+    features: int = Field(ge=1)
+    minority: int = Field(ge=1)
+
+
+class Suite(StrictModel):
+    """A suite file: a name, the OpenML study it comes from, its datasets."""
+
+    name: str
+    study: int | None = None
+    datasets: list[SuiteDataset] = Field(min_length=1)
+
+
+def read_suite(path: str | Path) -> Suite:
+    """A suite file, checked: errors name the file and the field, on one line."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise UserError(f"{path}: cannot read it: {error.strerror or error}") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as error:
+        raise UserError(f"{path}: not YAML: {str(error).splitlines()[0]}") from None
+    suite = validate_mapping(Suite, data, str(path))
+    ids = [entry.data_id for entry in suite.datasets]
+    twice = sorted({i for i in ids if ids.count(i) > 1})
+    if twice:
+        raise UserError(f"{path}: datasets: data id {twice[0]} is listed twice")
+    return suite
+
+
+def suite_config_name(entry: SuiteDataset) -> str:
+    """`openml-<data id>-<name>`: the config's file and results folder."""
+    return f"openml-{entry.data_id}-{config_name(Path(entry.name + '.x'))}".lower()
+
+
+def openml_starter_text(entry: SuiteDataset, suite: str, output: Path) -> str:
+    """The commented config of one suite dataset, from its data (fetched by the OpenML
+    source, or read from its cache): `genvdis init`'s rules for the classes, missing values
+    and the m grid; the kinds are OpenML's own (nominal discrete, numeric continuous)."""
+    spec = OpenMLDataset(openml=entry.data_id)
+    raw = OpenMLSource(spec).load()
+    _, version = openml.resolved(raw)
+    chosen = choose_target(raw.frame[raw.target], raw.target, None)
+    columns = [
+        Column(name, kind, "OpenML: " + ("nominal" if kind == "discrete" else "numeric"))
+        for name, kind in raw.attributes.items()
+    ]
+    missing, missing_why, keep = choose_missing(raw.frame, columns, chosen.y.notna())
+    y = chosen.y[keep]
+    n, smaller = len(y), int(min(y.sum(), len(y) - y.sum()))
+    sizes = size_grid(n, smaller)
+    counts = {kind: sum(c.kind == kind for c in columns) for kind in ("discrete", "continuous")}
+    task = f", task {entry.task_id}" if entry.task_id else ""
+    header = (
+        f"{entry.name} (OpenML data id {entry.data_id}{task}) from the suite {suite}, written by "
+        f"`genvdis suite` (genvdis {__version__}) from the data by `genvdis init`'s rules: "
+        "each value's comment says why. Check them, edit freely, then:"
+    )
+    kinds = (
+        f"every attribute but the label, with OpenML's kinds: {counts['discrete']} nominal "
+        f"(discrete), {counts['continuous']} numeric (continuous); string and date columns, "
+        "row ids and ignored columns are left out"
+    )
+    lines = [
+        *_note(header),
+        f"#   genvdis run {output.as_posix()}",
+        *_commented(f"name: {suite_config_name(entry)}", "the results folder"),
+        *_commented(f"title: {json.dumps(f'{entry.name} (OpenML {entry.data_id})')}"),
+        *_commented(
+            f"dataset: {{openml: {entry.data_id}}}",
+            f"version {version} of '{entry.name}': a data id names one version; the label is "
+            f"OpenML's default target, '{raw.target}'",
+        ),
+        *_commented("attributes: all", kinds),
+        *_note(chosen.why),
+        f"target: {chosen.rule}",
+        *_commented(f"missing: {missing}", missing_why),
+        *_protocol_lines(sizes, n, smaller),
+    ]
+    text = "\n".join(lines) + "\n"
+    parse_config(yaml.safe_load(text), str(output))  # a config that does not validate is a bug
+    return text
+
+
+def write_suite(
+    suite_file: str | Path, out: str | Path, *, force: bool = False
+) -> Iterator[tuple[Path, bool]]:
+    """Write one config per suite dataset into `out` (each dataset fetched once, then read
+    from the cache), yielding (path, written); a config already there is kept unless
+    `force`, so an interrupted suite resumes where it stopped."""
+    suite, out = read_suite(suite_file), Path(out)
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out: {out} is a file; give a folder for the configs")
+    for entry in suite.datasets:
+        path = out / f"{suite_config_name(entry)}.yaml"
+        if path.exists() and not force:
+            yield path, False
+            continue
+        text = openml_starter_text(entry, suite.name, path)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(path, text)
+        except OSError as error:
+            raise UserError(f"--out: cannot write {path}: {error.strerror or error}") from None
+        yield path, True
+
+
+@dataclass(frozen=True)
+class SuiteCost:
+    """A suite dataset's run as `genvdis init`'s grid would make it, and its estimated CPU
+    seconds (`planning.Workload`) with naive Bayes and logistic regression."""
+
+    entry: SuiteDataset
+    sizes: list[int]
+    cpu_seconds: float
+
+
+def suite_cost(suite: Suite, splits: int = 1000) -> list[SuiteCost]:
+    """Each dataset's estimate from the suite's recorded sizes alone (no data, no network):
+    the m grid from its rows and smaller class, the design width taken as its attributes plus
+    the intercept, a lower bound where attributes are nominal (each level is a column)."""
+    from genvdis.experiment import planning
+
+    costs = []
+    for entry in suite.datasets:
+        sizes = size_grid(entry.rows, entry.minority)
+        plan = planning.plan_tasks(sizes, splits, None, entry.features + 1, entry.rows)
+        models = ["naive_bayes", "logistic_regression"]
+        work = planning.Workload(plan, entry.features + 1, entry.rows, models)
+        costs.append(SuiteCost(entry, sizes, work.cpu_seconds()))
+    return costs

@@ -90,7 +90,7 @@ def test_the_api_writes_the_cli_bytes(pima_run):
     for name in ("summary.csv", "errors.csv", "config.yaml"):
         assert (res.path / name).read_bytes() == (cli_dir / name).read_bytes(), name
     assert res.summary.equals(pd.read_csv(cli_dir / "summary.csv"))
-    assert len(res.errors) == 2 * 13 * 20 and res.config["seed"] == 3
+    assert len(res.errors) == 3 * 13 * 20 and res.config["seed"] == 3  # NB, LR, majority
 
 
 @pytest.mark.slow

@@ -71,15 +71,20 @@ def setup(tmp_path_factory, toy_config, write_toy):
 
 def test_reference_run_is_complete_and_exercises_the_sampler(setup):
     folder, _, _ = setup
+    ran = {}
     for name, (sizes, splits) in {"toy": ([10, 40], 6), "toy-discrete": ([6, 30], 5)}.items():
         errors = pd.read_csv(folder / "jobs1" / name / "errors.csv")
         # every (model, m, split) exactly once, though blocks of 2 split 5 splits unevenly
-        assert len(errors) == 2 * len(sizes) * splits
+        assert len(errors) == 3 * len(sizes) * splits  # 2 models + the majority class
         assert not errors.duplicated(["model", "m", "split"]).any()
         summary = pd.read_csv(folder / "jobs1" / name / "summary.csv")
         lr = summary[summary["model"] == "logistic_regression"]
         assert lr["frac_separable"].max() > 0  # the separable branch really ran
         assert lr["frac_separable"].min() < 1  # and so did Newton
+        sampled = errors[(errors["model"] == "logistic_regression") & errors["separable"]]
+        ran[name] = sampled["trajectories"].tolist()
+    # each chain stopped by its own rule (`sampler.UntilMixed`): not one count for all
+    assert len(set(ran["toy"] + ran["toy-discrete"])) > 1
     assert not (folder / "jobs1" / "toy" / ".checkpoints").exists()
     summary = pd.read_csv(folder / "jobs1" / "toy-estimators" / "summary.csv")
     assert summary.loc[summary["model"] == "sgd", "warnings"].gt(0).all()
@@ -204,6 +209,8 @@ for m in (10, 40):
     z0 = np.stack([hyperplanes.max_margin(a)[1] for a in A])
     keys = np.arange(4, dtype=np.uint64) + 7
     out.update(sampler.sample_version_space(A, z0, 20, keys).tobytes())
+    draws, ran = sampler.draw(A, z0, keys, sampler.UntilMixed())
+    out.update(draws.tobytes() + ran.tobytes())
 for model in (NaiveBayes(FeatureLayout(30)), LDA(FeatureLayout(30))):
     fit = model.fit_batch(Z, y, idx[:, :40], np.arange(4, dtype=np.uint64))
     out.update(fit.coef.tobytes() + fit.intercept.tobytes())

@@ -273,7 +273,7 @@ def test_init_on_breast_cancer_from_scikit_learn(tmp_path, monkeypatch):
     assert data["target"] == {"positive": ["malignant"]}  # 212 of 569
     assert data["sizes"][-1] == int(0.75 * 569)
     summary = validate_and_run(config, tmp_path / "results")
-    assert set(summary["model"]) == {"naive_bayes", "logistic_regression"}
+    assert set(summary["model"]) == {"naive_bayes", "logistic_regression", "majority"}
 
 
 def test_init_with_positive_and_force(tmp_path, monkeypatch):

@@ -72,3 +72,77 @@ def test_init_output_that_cannot_be_written_is_a_user_error(tmp_path):
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2, result.output
     assert "--output: cannot write" in result.output, result.output
+
+
+# --- init --dataset: a registered dataset, by the same rules ---
+
+
+def test_several_positive_labels_form_one_class():
+    """heart-disease's natural split (0 absence, 1-4 presence) is --positive given four times:
+    the rows of every listed label are positive, the rest negative."""
+    import pandas as pd
+
+    from genvdis.starter import choose_target
+
+    labels = pd.Series(["0", "1", "2", "0", "4", "3", None, "0"])
+    chosen = choose_target(labels, "num", ["1", "2", "3", "4.0"])
+    assert chosen.rule == '{positive: ["1", "2", "3", "4.0"]}'
+    assert chosen.y.tolist()[:6] == [0, 1, 1, 0, 1, 1] and chosen.y.isna().sum() == 1
+    assert "every other label" not in chosen.why  # 0 is the one negative label
+
+
+def test_positive_labels_that_cover_every_class_are_a_user_error():
+    import pandas as pd
+    import pytest
+
+    from genvdis.errors import UserError
+    from genvdis.starter import choose_target
+
+    with pytest.raises(UserError, match="every label of column 'c' is positive"):
+        choose_target(pd.Series(["a", "b", "a"]), "c", ["a", "b"])
+
+
+def test_init_dataset_follows_the_rules(tmp_path, mirror_env):
+    """pima: kinds from the registry (8 continuous), the smaller class "1" positive (268 of
+    768), no missing cell, and size_grid's grid for 768 rows with 268 positive."""
+    from genvdis.starter import size_grid
+
+    out = tmp_path / "pima.yaml"
+    done = CliRunner().invoke(app, ["init", "--dataset", "pima", "-o", str(out)])
+    assert done.exit_code == 0, done.output
+    text = out.read_text()
+    assert "attributes: continuous" in text and "8 continuous (pregnancies" in text
+    config = genvdis.load_config(out)
+    assert config.dataset == "pima" and config.missing == "drop"
+    assert config.target.positive == ["1"]
+    assert config.size_grid == size_grid(768, 268) == [10, 15, 20, 30, 40, 60, 80, 100, 150,
+                                                       200, 300, 400, 576]  # fmt: skip
+    assert (config.splits, config.split, config.test, config.seed) == (1000, "stratified",
+                                                                       "rest", 0)  # fmt: skip
+
+
+def test_init_dataset_with_several_positives(tmp_path, mirror_env):
+    """lymphography's classes 1 (normal, 2 rows) and 4 (fibrosis, 4 rows) as the positive
+    class: 6 of 148 rows, so the grid starts at ceil(148 / 6) = 25."""
+    out = tmp_path / "lymph.yaml"
+    args = ["init", "--dataset", "lymphography", "--positive", "1", "--positive", "4"]
+    done = CliRunner().invoke(app, [*args, "-o", str(out)])
+    assert done.exit_code == 0, done.output
+    config = genvdis.load_config(out)
+    assert config.target.positive == ["1", "4"]
+    assert config.size_grid[0] == 25
+    assert "preprocessing" not in out.read_text()  # every attribute is discrete
+
+
+def test_init_dataset_refusals(tmp_path):
+    cases = [
+        (["init"], "give either a table"),
+        (["init", "t.csv", "--dataset", "pima"], "give either a table"),
+        (["init", "--dataset", "pima", "--target", "class"], "--target"),
+        (["init", "--dataset", "no-such-set"], "dataset 'no-such-set' is not registered"),
+        (["init", "t.csv"], "--target"),
+    ]
+    for args, message in cases:
+        done = CliRunner().invoke(app, [*args, "-o", str(tmp_path / "x.yaml")])
+        assert done.exit_code == 2, (args, done.output)
+        assert message in done.output, (args, done.output)

@@ -23,13 +23,17 @@ NB = "naive_bayes"  # the paper's pair, whose verdicts are named NB_BETTER, LR_B
 LR = "logistic_regression"
 GENERATIVE = registry.family("generative")
 DISCRIMINATIVE = registry.family("discriminative")
+BASELINES = registry.family("baseline")  # read against, never a side of a default pair
+MAJORITY = "majority"  # the baseline every run adds (experiment.engine.with_baseline)
 
 TWO_REGIMES = "two regimes"
 NB_BETTER = "NB better throughout"
 LR_BETTER = "LR better throughout"
 MIXED = "mixed"
 NOT_DISTINGUISHABLE = "not distinguishable"
+NO_BETTER = "no better than the majority class"  # neither model of the pair beats the baseline
 NO_PAIR = "n/a"
+BEATS = f"_beats_{MAJORITY}_from"  # a model's column: the smallest m where it beats the baseline
 
 DIFF_COLUMNS = ["m", "mean_diff", "sem", "ci_low", "ci_high", "n_splits"]
 _ERROR_COLUMNS = {"model", "m", "split", "error"}
@@ -43,7 +47,10 @@ MODEL_SUFFIXES = (
     "_best_family",
     "_rises",
     "_nonconvex",
+    BEATS,
 )
+BASELINE_COLUMNS = ["model", "baseline", *DIFF_COLUMNS, "beats"]
+BASELINE_FILE = "baseline.csv"  # a run's baseline_differences, beside its differences.csv
 
 
 # --------------------------------------------------------------------------- paired differences
@@ -219,6 +226,51 @@ def verdict(diffs: pd.DataFrame) -> str:
     return NOT_DISTINGUISHABLE
 
 
+# --------------------------------------------------------------------------- the baseline
+
+
+def baseline_differences(errors: pd.DataFrame, models: list[str]) -> pd.DataFrame:
+    """Each model's paired difference with the majority-class baseline (model - majority, per
+    m, over the same splits), and whether it beats it there: significantly negative, by the
+    verdicts' own test (the 95% t interval excludes 0, at each m on its own). Empty when the
+    run has no baseline rows (a run made without it)."""
+    if MAJORITY not in set(errors["model"]):
+        return pd.DataFrame(columns=BASELINE_COLUMNS)
+    tables = []
+    for model in models:
+        if model == MAJORITY:
+            continue
+        diffs = paired_differences(errors, model, MAJORITY)
+        diffs.insert(0, "model", model)
+        diffs.insert(1, "baseline", MAJORITY)
+        diffs["beats"] = diffs["ci_high"] < 0
+        tables.append(diffs)
+    if not tables:
+        return pd.DataFrame(columns=BASELINE_COLUMNS)
+    return pd.concat(tables, ignore_index=True)[BASELINE_COLUMNS]
+
+
+def beats_from(table: pd.DataFrame) -> dict[str, int | None]:
+    """Per model of `baseline_differences`, the smallest m where it beats the baseline (None:
+    at no m)."""
+    out: dict[str, int | None] = {}
+    for model, rows in table.groupby("model", sort=False):
+        won = rows.loc[rows["beats"].astype(bool), "m"]
+        out[str(model)] = int(won.min()) if len(won) else None
+    return out
+
+
+def with_baseline(verdict_: str, first: str, second: str, beats: dict[str, int | None]) -> str:
+    """A pair's verdict read against the baseline: `NO_BETTER` when neither model beats it at
+    any m (their differences with each other then lie between two guesses no better than the
+    majority class's); else the verdict as it is. Unchanged without baseline rows."""
+    if first not in beats or second not in beats:
+        return verdict_
+    if beats[first] is None and beats[second] is None:
+        return NO_BETTER
+    return verdict_
+
+
 # --------------------------------------------------------------------------- panels
 
 
@@ -236,9 +288,11 @@ def choose_pair(models: list[str]) -> tuple[str, str] | None:
 def choose_pairs(models: list[str], compare: list | None = None) -> list[tuple[str, str]]:
     """The comparisons as (first, second) pairs, whose differences are second - first: the
     config's `compare` (pairs of models that ran), else the paper's generative-vs-
-    discriminative pair when present, else every other model against the first."""
+    discriminative pair when present, else every other model against the first. A baseline
+    is in a pair only where `compare` names it: every model is read against it already."""
     if compare:
         return [(x, y) for x, y in compare if x in models and y in models]
+    models = [x for x in models if x not in BASELINES]
     pair = choose_pair(models)
     if pair is not None:
         return [(pair[1], pair[0])]
@@ -259,12 +313,17 @@ def _model_numbers(
 ) -> dict[str, Any]:  # fmt: skip
     c = curves[curves["model"] == model]
     at = dict(zip(c["m"], c["mean"], strict=True))
+    ends = {
+        f"{model}_err_m_min": at.get(m_min, math.nan),
+        f"{model}_err_m_max": at.get(m_max, math.nan),
+    }
+    if model in BASELINES:  # a reference line: its ends, no fit or shape of its own
+        return ends
     f = fitted[fitted["model"] == model].set_index("family")
     pow3 = f.loc[fits.POW3]
     best = f.index[f["best"]]
     return {
-        f"{model}_err_m_min": at.get(m_min, math.nan),
-        f"{model}_err_m_max": at.get(m_max, math.nan),
+        **ends,
         f"{model}_asymptote": pow3["asymptote"],
         f"{model}_asymptote_se": pow3["asymptote_se"],
         f"{model}_fit_ok": bool(pow3["ok"]),
@@ -332,26 +391,40 @@ def analyse_panel(
         m_max=m_max,
     )
     pairs = choose_pairs(present, config.get("compare"))
-    compared, differences = comparisons(errors, pairs, n_boot, seed)
+    against = baseline_differences(errors, present)
+    beats = beats_from(against)
+    compared, differences = comparisons(errors, pairs, n_boot, seed, beats)
     row.update(_row_numbers(compared[0] if compared else None))
     curves = model_curves(errors)
-    shapes = shape.shape_tests(curves[curves["model"].isin(present)])
-    fitted = fits.fits_table(curves[curves["model"].isin(present)])
+    learners = curves[curves["model"].isin([x for x in present if x not in BASELINES])]
+    shapes = shape.shape_tests(learners)
+    fitted = fits.fits_table(learners)
     for model in present:
         row.update(_model_numbers(curves, shapes, fitted, model, m_min, m_max))
+    row.update({f"{model}{BEATS}": first for model, first in beats.items()})
     tables = {"shape.csv": shapes, "fits.csv": fitted}
     if differences:
         tables["differences.csv"] = pd.concat(differences, ignore_index=True)
+    if not against.empty:
+        tables[BASELINE_FILE] = against
     named = [dict(folder=folder, name=config["name"], **c) for c in compared]
     return PanelAnalysis(row, tables, named)
 
 
 def comparisons(
-    errors: pd.DataFrame, pairs: list[tuple[str, str]], n_boot: int = 1000, seed: int = 0
+    errors: pd.DataFrame,
+    pairs: list[tuple[str, str]],
+    n_boot: int = 1000,
+    seed: int = 0,
+    beats: dict[str, int | None] | None = None,
 ) -> tuple[list[dict[str, Any]], list[pd.DataFrame]]:
     """For each (first, second) pair: its numbers (the differences second - first at the
-    smallest and largest m, the crossover with its interval, the verdict in the pair's names)
-    and its differences table."""
+    smallest and largest m, the crossover with its interval, the verdict in the pair's names,
+    read against the baseline: `with_baseline`) and its differences table. `beats`: each
+    model's `beats_from`, computed here when not given."""
+    if beats is None:
+        models = list(dict.fromkeys(x for pair in pairs for x in pair))
+        beats = beats_from(baseline_differences(errors, models))
     numbers, tables = [], []
     for first, second in pairs:
         diffs = paired_differences(errors, second, first)
@@ -363,7 +436,9 @@ def comparisons(
                 **_cross_cols(cross),
                 **_diff_at(diffs, "m_min"),
                 **_diff_at(diffs, "m_max"),
-                verdict=named_verdict(verdict(diffs), first, second),
+                verdict=named_verdict(
+                    with_baseline(verdict(diffs), first, second, beats), first, second
+                ),
             )
         )
         tables.append(_differences_table(errors, diffs, second, first))
@@ -433,6 +508,8 @@ def results_table(rows: list[dict[str, Any]]) -> pd.DataFrame:
     table["panel"] = table["panel"].astype("Int64")
     table["n_rows"] = table["n_rows"].astype("Int64")
     table["m_cross"] = table["m_cross"].astype("Int64")
+    for column in [c for c in table.columns if c.endswith(BEATS)]:
+        table[column] = table[column].astype("Int64")
     table = table.sort_values(["panel", "name"], na_position="last", kind="stable")
     fixed = [c for c in table.columns if not _is_model_col(c)]
     per_model = sorted(c for c in table.columns if _is_model_col(c))

@@ -125,13 +125,52 @@ def bundled_loader(name: str) -> str:
     return name
 
 
+class OpenMLDataset(StrictModel):
+    """A dataset on OpenML (fetched by scikit-learn's `fetch_openml`, cached in the data
+    folder): by data id, which names one version of one dataset, or by name with its
+    version, since a name alone would resolve to whichever version is active on the day
+    of the run. `target` defaults to OpenML's default target attribute."""
+
+    openml: int | str = Field(description="OpenML data id, or the dataset's name")
+    version: int | None = Field(default=None, ge=1, description="needed with a name")
+    target: str | None = Field(default=None, description="default: OpenML's default target")
+
+    @field_validator("openml")
+    @classmethod
+    def _id_or_name(cls, value: int | str) -> int | str:
+        if isinstance(value, int) and value < 1:
+            raise ValueError(f"an OpenML data id is a whole number from 1, not {value}")
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("give an OpenML data id (a whole number) or a dataset's name")
+        return value
+
+    @model_validator(mode="after")
+    def _name_has_version(self) -> OpenMLDataset:
+        if isinstance(self.openml, str) and self.version is None:
+            raise ValueError(
+                f"an OpenML dataset named by name ('{self.openml}') needs its version, "
+                "version: <n> (OpenML keeps several under one name, and which one is active "
+                "changes), or give its data id instead, openml: <id>"
+            )
+        return self
+
+    @model_serializer(mode="wrap")
+    def _without_unset(self, handler: Any) -> dict[str, Any]:
+        return dump_without_unset(self, handler, "version", "target")
+
+
 def _dataset_kind(value: Any) -> str:
-    """Which source a `dataset` value is: a name, `synthetic:` or `sklearn:` by its key, else
-    a file. An error then names a field of that source (`dataset.sha256` for a url without
+    """Which source a `dataset` value is: a name, `synthetic:`, `sklearn:` or `openml:` by its
+    key, else a file. An error then names a field of that source (`dataset.sha256` for a url without
     it), never a key of another source the YAML does not have (`dataset.synthetic`)."""
     if isinstance(value, dict):
-        return next((key for key in ("synthetic", "sklearn") if key in value), "file")
-    kinds = {FileDataset: "file", SyntheticSource: "synthetic", SklearnSource: "sklearn"}
+        return next((key for key in ("synthetic", "sklearn", "openml") if key in value), "file")
+    kinds = {
+        FileDataset: "file",
+        SyntheticSource: "synthetic",
+        SklearnSource: "sklearn",
+        OpenMLDataset: "openml",
+    }
     return kinds.get(type(value), "name")
 
 
@@ -139,7 +178,8 @@ DatasetSpec = Annotated[
     Annotated[str, Tag("name")]
     | Annotated[FileDataset, Tag("file")]
     | Annotated[SyntheticSource, Tag("synthetic")]
-    | Annotated[SklearnSource, Tag("sklearn")],
+    | Annotated[SklearnSource, Tag("sklearn")]
+    | Annotated[OpenMLDataset, Tag("openml")],
     Discriminator(_dataset_kind),
 ]
 

@@ -4,4 +4,4 @@ distributions (`synthetic`), the one place that picks a config's source (`source
 rows, classes and one-hot layout the models fit (`preprocessing`).
 """
 
-__all__ = ["fetch", "preprocessing", "sources", "synthetic", "uci"]
+__all__ = ["fetch", "openml", "preprocessing", "sources", "synthetic", "uci"]

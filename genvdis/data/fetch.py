@@ -12,6 +12,7 @@ import errno
 import hashlib
 import logging
 import os
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -165,10 +166,7 @@ def _retrieve(urls: list[str], sha256: str, target: Path, label: str, limit: int
             return Path(path)
         except ValueError as error:
             if "hash" in str(error).lower():
-                raise UserError(
-                    f"{label}: checksum mismatch from {url} (expected sha256 {sha256}); "
-                    "the download was not kept"
-                ) from None
+                raise UserError(_mismatch(label, url, sha256, str(error))) from None
             failures.append(f"{url}: {error}")
         except TooLarge:
             raise UserError(
@@ -194,6 +192,21 @@ def _retrieve(urls: list[str], sha256: str, target: Path, label: str, limit: int
     raise UserError(
         f"{label}: could not download it and it is not in the cache {target.parent} "
         f"({tried}); check the network, or set {MIRROR_ENV} / --mirror"
+    )
+
+
+def _mismatch(label: str, url: str, sha256: str, error: str) -> str:
+    """One line for bytes that are not the pinned ones. The archive itself may serve other
+    bytes than the copy genvdis pins (for a few files only one copy could be checked, the
+    mirror's MANIFEST.tsv says which): that is said as such, so it is not mistaken for a
+    damaged download, and the file is never used."""
+    got = re.search(r"but got ([0-9a-fA-F]{64})", error)
+    served = f", served {got.group(1)[:12]}..." if got else ""
+    where = "the UCI archive's bytes" if url.startswith(UCI_BASE) else "the bytes"
+    return (
+        f"{label}: checksum mismatch: {where} at {url} differ from the pinned copy (sha256 "
+        f"{sha256[:12]}...{served}); the download was not kept or used. Set "
+        f"{MIRROR_ENV} / --mirror to a copy that holds the pinned bytes"
     )
 
 

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from genvdis.config.experiment import ExperimentConfig
-from genvdis.config.sections import FileDataset, SklearnSource, SyntheticSource
+from genvdis.config.sections import FileDataset, OpenMLDataset, SklearnSource, SyntheticSource
 from genvdis.data import fetch, uci
 from genvdis.data.fetch import fetch_url, file_sha256
 from genvdis.data.preprocessing import label_keys, read_numbers, select_attributes
@@ -173,6 +173,33 @@ class SyntheticTableSource(Source):
         return spec.n_rows, spec.n_features, spec.kind
 
 
+class OpenMLSource(Source):
+    """A dataset on OpenML (`openml`): fetched once through scikit-learn's `fetch_openml`,
+    then read from the data folder's cache; `at_hand` when every file a load reads is there.
+    `openml` (and scikit-learn with it) is imported only when a config names OpenML."""
+
+    spec: OpenMLDataset
+
+    def load(self) -> RawData:
+        from genvdis.data import openml
+
+        return openml.load_openml(self.spec)
+
+    def provenance(self) -> str:
+        from genvdis.data import openml
+
+        return openml.provenance(self.spec)
+
+    def cache_paths(self) -> list[Path]:
+        from genvdis.data import openml
+
+        return openml.cached_files(self.spec)
+
+    def at_hand(self) -> bool:
+        paths = self.cache_paths()  # a name's lookup, or the description, features, qualities
+        return len(paths) >= 4 and all(path.is_file() for path in paths)  # and the data file
+
+
 def _file_source(spec: FileDataset, base_dir: Path, mirror: str | None) -> Source:
     """A file dataset names exactly one of a path and a URL (`FileDataset._one_source`)."""
     kind = LocalFileSource if spec.url is None else UrlSource
@@ -180,12 +207,13 @@ def _file_source(spec: FileDataset, base_dir: Path, mirror: str | None) -> Sourc
 
 
 # A config's `dataset` by its spec's type (`sections.DatasetSpec`): a registered name, a file
-# (local or URL), a synthetic draw, a bundled scikit-learn table.
+# (local or URL), a synthetic draw, a bundled scikit-learn table, an OpenML dataset.
 SOURCES: dict[type, Callable[[Any, Path, str | None], Source]] = {
     str: UciSource,
     FileDataset: _file_source,
     SyntheticSource: SyntheticTableSource,
     SklearnSource: SklearnTableSource,
+    OpenMLDataset: OpenMLSource,
 }
 
 
@@ -502,6 +530,7 @@ __all__ = [
     "FileSource",
     "Inferred",
     "LocalFileSource",
+    "OpenMLSource",
     "SklearnTableSource",
     "Source",
     "SyntheticTableSource",

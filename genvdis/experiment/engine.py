@@ -32,8 +32,9 @@ from genvdis.data.uci import RawData
 from genvdis.experiment import planning, splits
 from genvdis.experiment.planning import Plan, plan_tasks
 from genvdis.experiment.scoring import EncodedData, count_errors
-from genvdis.models import estimators
+from genvdis.models import estimators, registry
 from genvdis.models.base import BatchFit, LinearModel
+from genvdis.models.majority import Majority, majority_errors
 from genvdis.progress import Progress, silent
 from genvdis.store import lock as runlock
 from genvdis.store import results, runfiles
@@ -107,13 +108,18 @@ def _fit_linear(data, models, m, block, protocol, train, test_mask) -> tuple[dic
     for model in models:
         Z = data.reference if model.reference_coding else data.onehot
         fits.append(model.fit_batch(Z, data.y, train, keys, **_once_a_run(model, data, Z)))
-    classifiers = [
-        data.as_onehot(fit, model.reference_coding) for fit, model in zip(fits, models, strict=True)
-    ]
-    ties = [fit.ties for fit in fits]
-    errors = _score(data, models, classifiers, ties, train, test_mask)
+    # the majority class's errors are counted from the labels (`majority.majority_errors`), the
+    # others' scored from their decision values
+    counted = [model for model in models if isinstance(model, Majority)]
+    scored = [(x, fit) for x, fit in zip(models, fits, strict=True) if not isinstance(x, Majority)]
+    errors = {model.name: majority_errors(data.y, train, test_mask) for model in counted}
+    if scored:
+        classifiers = [data.as_onehot(fit, model.reference_coding) for model, fit in scored]
+        ties = [fit.ties for _, fit in scored]
+        counts = _score(data, [model for model, _ in scored], classifiers, ties, train, test_mask)
+        errors |= {model.name: n for (model, _), n in zip(scored, counts, strict=True)}
     names = [model.name for model in models]
-    return dict(zip(names, errors, strict=True)), dict(zip(names, fits, strict=True))
+    return errors, dict(zip(names, fits, strict=True))
 
 
 # Multiply-adds of one scoring call (rows x columns x classifiers): a block is scored in one
@@ -230,6 +236,7 @@ def run_experiment(
     allow_imports: tuple[str, ...] = (),
     folder: str | None = None,
     raw: RawData | None = None,
+    baseline: bool = True,
 ) -> Path:
     """Run (or resume) one config; returns the run folder holding the CSVs, `<out_dir>/<folder
     or the config's name>` (a sweep's variants: `<name>/variants/<id>`). The folder is
@@ -238,11 +245,13 @@ def run_experiment(
     asked;
     `allow_imports` are import prefixes estimator entries may use besides sklearn;
     `progress` is told of the blocks as they finish (default: nothing shown); `raw`, the
-    config's table if the caller has read it already (a sweep reads each table once)."""
+    config's table if the caller has read it already (a sweep reads each table once);
+    `baseline`: whether the run adds the majority-class baseline (`with_baseline`)."""
     tuning.tune_process()  # the run's parent; each worker tunes itself in `_task`
     run, workers = prepare_run(
         config, out_dir, jobs=jobs, backend=backend, scheduler=scheduler, mirror=mirror,
         base_dir=base_dir, force=force, allow_imports=allow_imports, folder=folder, raw=raw,
+        baseline=baseline,
     )  # fmt: skip
     with runlock.hold(run.run_dir, wait):
         if not already_done(run):
@@ -265,11 +274,13 @@ def prepare_run(
     folder: str | None = None,
     raw: RawData | None = None,
     workers: int | None = None,
+    baseline: bool = True,
 ) -> tuple[Run, int]:
     """Everything `run_experiment` checks and builds before it takes the folder's lock: the
     config, its data and m grid, the plan, the bounds, the models and the fingerprint; and
     the workers it will use. `workers`: a count decided by the caller (a study runs many
-    configs in one pool), checked against the bounds as given; None: `run`'s own rule."""
+    configs in one pool), checked against the bounds as given; None: `run`'s own rule;
+    `baseline`: as `run_experiment`'s."""
     run_dir = results.prepare_output(out_dir, folder or config.name)
     estimators.check_config(config.models, allow_imports)
     for line in config.unused_settings:
@@ -294,6 +305,8 @@ def prepare_run(
     allowed = estimators.allowed_prefixes(allow_imports)
     models = estimators.build_models(config.models, data.layout, allowed, len(data.class_counts))
     resolved = resolve(config, data)
+    if baseline:
+        models = with_baseline(models, data, resolved)
     if versions := estimators.versions(config.models):  # they change the numbers: fingerprinted
         resolved["estimator_versions"] = versions
     resolved["splits_per_block"] = plan.first_blocks()
@@ -301,6 +314,22 @@ def prepare_run(
     encoded = EncodedData.from_prepared(data)
     run = Run(config, run_dir, encoded, models, plan, resolved, planning.checkpointed(cpu), cpu)
     return run, workers
+
+
+BASELINE = "majority"  # the model every run is read against (models/majority.py)
+
+
+def with_baseline(models: list, data: PreparedData, resolved: dict) -> list:
+    """The run's models with the majority-class baseline last, where the config does not
+    list it already: every learning curve is read against it (docs/analysis.md). Last, and
+    on its own random stream (it draws none), so no other model's rows or numbers move; its
+    fit is a count of the training labels. The resolved config records it (`baseline`), so
+    the fingerprint tells a run with it from one without."""
+    resolved["baseline"] = BASELINE
+    if any(model.name == BASELINE for model in models):
+        return models
+    info = registry.model_info(BASELINE)
+    return [*models, info.build({}, data.layout, len(data.class_counts))]
 
 
 def say_warnings(run: Run) -> None:

@@ -166,7 +166,10 @@ def _one_n(
         row = asymptote_row(config, n, drawn)
         raw = synthetic.raw_table(config.dataset(n), *drawn)
         del drawn  # the engine's table holds the rows from here on
-        engine.run_experiment(experiment, root, jobs=jobs, progress=progress, force=force, raw=raw)
+        # the theory's m* needs each model's exact asymptote, which a baseline has no use for
+        engine.run_experiment(
+            experiment, root, jobs=jobs, progress=progress, force=force, raw=raw, baseline=False
+        )
     else:
         log.info("%s: up to date (%s)", experiment.name, run_dir)
         row = asymptote_row(config, n)

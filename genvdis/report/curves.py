@@ -97,7 +97,8 @@ def shape_section(results_dir: Path, table: pd.DataFrame) -> list[Block]:
     for _, r in table.iterrows():
         t = _read(results_dir, str(r["folder"]), "shape.csv")
         if t is not None and not t.empty:
-            rows += [_shape_row(r, t, m) for m in str(r["models"]).split(";") if m]
+            tested = set(t["model"])  # a baseline has no shape tests: a reference line
+            rows += [_shape_row(r, t, m) for m in str(r["models"]).split(";") if m in tested]
     rows = [x for x in rows if x is not None]
     text = (
         "Each curve is tested for a rise (error at a larger m significantly above the error "

@@ -125,8 +125,10 @@
       svg("line", { class: "cross", x1: x(c.m), x2: x(c.m), y1: M.t, y2: spec.h - M.b, style: "stroke:" + c.color }, body);
       hits.push({ px: x(c.m), py: M.t + 10, tip: c.tip });
     });
-    // variants first, so that the base run's curves stay on top where they coincide
-    const order = spec.traces.filter((t) => !t.base).concat(spec.traces.filter((t) => t.base));
+    // baselines first (under every curve), then variants, so that the base run's curves stay
+    // on top where they coincide
+    const under = (t) => (t.baseline ? 0 : t.base ? 2 : 1);
+    const order = spec.traces.slice().sort((a, b) => under(a) - under(b));
     order.forEach((t) => drawTrace(body, t, x, y, hits, spec.small));
     hover(root, hits, x, M, spec);
     return root;
@@ -152,8 +154,9 @@
   }
 
   function drawTrace(body, t, x, y, hits, small) {
-    const g = svg("g", { class: "trace", "data-model": t.model, "data-run": t.run }, body);
-    const banded = t.pts.filter((p) => p.lo !== null && p.hi !== null);
+    const g = svg("g", { class: "trace" + (t.baseline ? " baseline" : ""), "data-model": t.model, "data-run": t.run }, body);
+    // a baseline is a reference line: thin, small dots, no band
+    const banded = t.baseline ? [] : t.pts.filter((p) => p.lo !== null && p.hi !== null);
     if (banded.length) {
       const up = banded.map((p) => x(p.m) + "," + y(p.hi));
       const down = banded.slice().reverse().map((p) => x(p.m) + "," + y(p.lo));
@@ -163,7 +166,8 @@
     if (d) svg("path", { class: "line", d: "M" + d, stroke: t.color, "stroke-dasharray": t.dash }, g);
     t.pts.forEach((p) => {
       if (p.y === null) return;
-      svg("circle", { class: "pt", cx: x(p.m), cy: y(p.y), r: small ? 2.2 : 3.2, fill: t.color }, g);
+      const r = t.baseline ? (small ? 1.2 : 1.8) : (small ? 2.2 : 3.2);
+      svg("circle", { class: "pt", cx: x(p.m), cy: y(p.y), r: r, fill: t.color }, g);
       hits.push({ px: x(p.m), py: y(p.y), tip: p.tip });
     });
   }
@@ -238,7 +242,7 @@
           (c.sep && c.sep[i] !== null ? "<br>LR training sets separable: " + fmt(100 * c.sep[i], 1) + "%" : ""),
       }));
       const color = r.base || !inBase.has(c.model) ? st.color : r.color;
-      out.push({ model: c.model, run: r.id, base: r.base, color: color, dash: st.dash, label: st.label + runTag(r), pts: pts });
+      out.push({ model: c.model, run: r.id, base: r.base, baseline: st.baseline, color: color, dash: st.dash, label: st.label + runTag(r), pts: pts });
     }));
     return out;
   }

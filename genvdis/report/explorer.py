@@ -29,7 +29,7 @@ from genvdis.analysis import differences as an
 from genvdis.analysis.runs import check_analysis, read_analysis
 from genvdis.config import resultnames
 from genvdis.errors import UserError
-from genvdis.report.styles import SHORT, STYLES, TABLEAU, separable_span
+from genvdis.report.styles import BASELINES, SHORT, STYLES, TABLEAU, separable_span
 from genvdis.store import results
 from genvdis.store.runfiles import read_run_config, read_summary
 
@@ -259,7 +259,8 @@ def collect(results_dir: Path) -> dict[str, Any]:
 def _model_styles(panels: list[dict]) -> list[dict[str, str]]:
     """Every model on the page with styles.STYLES' colour, dash and label, and its short label
     (styles.SHORT: the page's differences name models by it); models it does not know get
-    dash-dots in colours of their own, and their name."""
+    dash-dots in colours of their own, and their name. A baseline (the majority class) is
+    marked: the page draws it as a thin line under the others, without a band."""
     names = [c["model"] for p in panels for r in p["runs"] for c in r["curves"]]
     others = iter(OTHER_COLOURS * len(names))
     out = []
@@ -272,6 +273,7 @@ def _model_styles(panels: list[dict]) -> list[dict[str, str]]:
                 short=SHORT.get(name, name),
                 color=TABLEAU[style["color"]],
                 dash=DASHES[style["linestyle"]],
+                baseline=name in BASELINES,
             )
         )
     return out

@@ -76,6 +76,8 @@ def summary_table(table: pd.DataFrame) -> Block:
         "crossover m [95% CI]",
         "NB asymptote",
         "LR asymptote",
+        "majority class @ m_max",
+        "beats majority from m (NB / LR)",
         "verdict",
     ]
     rows = [_summary_row(r) for _, r in table.iterrows()]
@@ -96,8 +98,19 @@ def _summary_row(r: pd.Series) -> list[str]:
         fmt_cross(r),
         curves.asym_cell(r, g) + tag,
         curves.asym_cell(r, d) + dtag,
+        fmt(get_col(r, f"{differences.MAJORITY}_err_m_max")),
+        f"{_beats(r, g)} / {_beats(r, d)}",
         _verdict(r),
     ]
+
+
+def _beats(r: pd.Series, model: str) -> str:
+    """The smallest m where `model` beats the majority class (`differences.BEATS`): "never",
+    or "—" for a run without the baseline."""
+    if is_missing(get_col(r, f"{differences.MAJORITY}_err_m_max")):
+        return "—"
+    first = get_col(r, f"{model}{differences.BEATS}")
+    return "never" if is_missing(first) else fmt_int(first)
 
 
 def _verdict(r: pd.Series) -> str:
@@ -165,6 +178,22 @@ def _panel_sentence(r: pd.Series) -> str:
         f"n = {n}. Compared: `{r['disc_model']}` − `{r['gen_model']}` (paired over splits). "
         f"Verdict: **{_verdict(r)}**. Crossover m: {cross}; fraction of bootstrap resamples "
         f"without a crossover: {no_cross}. Traced in `{r['folder']}/differences.csv`."
+        + _baseline_sentence(r)
+    )
+
+
+def _baseline_sentence(r: pd.Series) -> str:
+    """Where each model of the pair beats the majority class, traced in baseline.csv."""
+    if is_missing(get_col(r, f"{differences.MAJORITY}_err_m_max")):
+        return ""
+    parts = []
+    for model in (_gen(r), _disc(r)):
+        first = _beats(r, model)
+        where = "at no m" if first == "never" else f"from m = {first} (first m where it does)"
+        parts.append(f"`{model}` beats it {where}")
+    return (
+        f" Against the majority class: {'; '.join(parts)}. Traced in "
+        f"`{r['folder']}/{differences.BASELINE_FILE}`."
     )
 
 
@@ -176,20 +205,24 @@ def _model_table(r: pd.Series) -> Block:
         "asymptote ± se (power-law fit)",
         "best family (held-out)",
         "shape (significant)",
+        "beats majority class from m",
     ]
-    rows = [
-        [
-            m,
-            fmt(get_col(r, f"{m}_err_m_min")),
-            fmt(get_col(r, f"{m}_err_m_max")),
-            curves.asym_cell(r, m, why=True),
-            str(get_col(r, f"{m}_best_family") or "—"),
-            curves.shape_cell(r, m) or "none",
-        ]
-        for m in str(r["models"]).split(";")
-        if m
-    ]
+    rows = [_model_row(r, m) for m in str(r["models"]).split(";") if m]
     return Block("table", header=header, rows=rows)
+
+
+def _model_row(r: pd.Series, m: str) -> list[str]:
+    """A model's line of a panel's table; the baseline's is its errors alone."""
+    ends = [m, fmt(get_col(r, f"{m}_err_m_min")), fmt(get_col(r, f"{m}_err_m_max"))]
+    if m in differences.BASELINES:
+        return [*ends, "—", "—", "(baseline)", "—"]
+    return [
+        *ends,
+        curves.asym_cell(r, m, why=True),
+        str(get_col(r, f"{m}_best_family") or "—"),
+        curves.shape_cell(r, m) or "none",
+        _beats(r, m),
+    ]
 
 
 def _diff_table(d: pd.DataFrame) -> Block:
@@ -264,6 +297,7 @@ def _verdict_counts(table: pd.DataFrame) -> Block:
         differences.LR_BETTER,
         differences.MIXED,
         differences.NOT_DISTINGUISHABLE,
+        differences.NO_BETTER,
         differences.NO_PAIR,
     ]
     rows = []
@@ -278,12 +312,15 @@ def _agreement_lines(paired: pd.DataFrame) -> list[str]:
     nb_small = paired[paired["diff_m_min_ci_low"] > 0]
     lr_large = paired[paired["diff_m_max_ci_high"] < 0]
     nb_only = paired[paired["verdict"] == differences.NB_BETTER]
+    no_better = paired[paired["verdict"] == differences.NO_BETTER]
     return [
         f"Agree with two regimes: {_names(paired[paired['verdict'] == differences.TWO_REGIMES])}.",
         f"NB significantly better at the smallest m: {_names(nb_small)}.",
         f"LR significantly better at the largest m: {_names(lr_large)}.",
         f"LR never significantly better (median n {_median_n(nb_only)}, against "
         f"{_median_n(paired)} over all paired panels): {_names(nb_only)}.",
+        "Neither model significantly better than the majority class at any m: "
+        f"{_names(no_better)}.",
     ]
 
 
@@ -304,7 +341,11 @@ def method(results_dir: Path) -> list[Block]:
         "mean difference stays negative, interpolated in log m, with a bootstrap interval over "
         "splits. Asymptotes come from a power-law fit err(m) = a + b m^-c and are printed only "
         "when the fit identifies them. These intervals are not corrected for multiple "
-        "comparisons across m; the curve-shape tests below are (Holm). "
+        "comparisons across m; the curve-shape tests below are (Holm). Every run also scores "
+        "the majority class (the training set's most frequent class) on the same splits: a "
+        "model beats it at m when its paired difference with it is significantly negative, "
+        "by the same test; a pair neither of whose models beats it at any m is "
+        f'"{differences.NO_BETTER}". '
         f"Details and limits: {docs_reference(results_dir)}."
     )
     return [Block("h2", text="Method"), Block("p", text=text)]

@@ -19,7 +19,7 @@ import pandas as pd
 
 from genvdis.config import resultnames
 from genvdis.errors import UserError
-from genvdis.report.styles import SHORT, STYLES, separable_span
+from genvdis.report.styles import BASELINE_WIDTH, BASELINES, SHORT, STYLES, separable_span
 from genvdis.store import results
 from genvdis.store.runfiles import read_run_config, read_summary
 
@@ -49,10 +49,14 @@ def model_style(model: str, others: list[str]) -> dict:
 
 
 def draw_panel(ax: plt.Axes, summary: pd.DataFrame, title: str, small: bool = False) -> None:
-    """One learning-curve panel on `ax`, with 95% bands and the mostly-separable m shaded."""
+    """One learning-curve panel on `ax`, with 95% bands and the mostly-separable m shaded; a
+    baseline (the majority class) as a thin line under the models' lines, without a band."""
     others = [m for m in summary["model"].unique() if m not in STYLES]
     for model, curve in summary.groupby("model", sort=False):
         style = model_style(model, others)
+        if model in BASELINES:
+            ax.plot(curve["m"], curve["mean"], linewidth=BASELINE_WIDTH, zorder=1.5, **style)
+            continue
         marker = {"marker": "" if small else "."} if model in STYLES else {"markersize": 3}
         ax.plot(curve["m"], curve["mean"], **marker, **style)
         ax.fill_between(
@@ -135,15 +139,20 @@ def plot_figure1(results_dir: Path, runs: list[Path]) -> list[Path]:
     if not panels:
         return []
     fig, axes = plt.subplots(3, 5, figsize=(16, 9.5))
+    drawn: set[str] = set()
     for number, ax in enumerate(axes.ravel(), start=1):
         if number not in panels:
             ax.set_axis_off()
             ax.text(0.5, 0.5, f"panel {number}: not run", ha="center", transform=ax.transAxes)
             continue
         run, config = panels[number]
-        draw_panel(ax, read_summary(run), config.get("title") or run.name, True)
+        summary = read_summary(run)
+        drawn.update(summary["model"])
+        draw_panel(ax, summary, config.get("title") or run.name, True)
     handles = [plt.Line2D([], [], **STYLES[m]) for m in ("naive_bayes", "logistic_regression")]
-    fig.legend(handles=handles, loc="lower center", ncol=2, frameon=False)
+    baselines = [m for m in BASELINES if m in drawn]  # runs made without it have no such line
+    handles += [plt.Line2D([], [], linewidth=BASELINE_WIDTH, **STYLES[m]) for m in baselines]
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), frameon=False)
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     return save_figure(fig, results_dir / resultnames.FIGURE1)
 

@@ -12,6 +12,9 @@ from genvdis.models import registry
 STYLES = {info.name: info.style.line() for info in registry.builtin_models()}
 # its short label, in a difference's name ("NB - LR") and a fit's legend
 SHORT = {info.name: info.style.short for info in registry.builtin_models()}
+# the baselines (the majority class): a thin line drawn under the models' lines, no band
+BASELINES = registry.family("baseline")
+BASELINE_WIDTH = 1.0  # matplotlib's points; the explorer's CSS gives its line the same
 # matplotlib's Tableau palette (matplotlib.colors.TABLEAU_COLORS), by the names used here and
 # in the explorer; tests/report/test_explorer.py checks it against matplotlib's own.
 TABLEAU = {

@@ -469,13 +469,133 @@ def test_the_figure_draws_every_model_in_its_own_style(compared):
     ax = genvdis.open_results(compared / "toy").plot()
     lines = ax.get_lines()
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert labels == ["naive Bayes", "gnb", "logistic regression"]  # names from the config
+    # names from the config, then the baseline every run adds
+    assert labels == ["naive Bayes", "gnb", "logistic regression", "majority class"]
     styles = {(ln.get_linestyle(), ln.get_color(), ln.get_marker()) for ln in lines}
-    assert len(lines) == 3 and len(styles) == 3
-    nb, lr = lines[0], lines[2]
+    assert len(lines) == 4 and len(styles) == 4
+    nb, lr, majority = lines[0], lines[2], lines[3]
     assert (nb.get_linestyle(), lr.get_linestyle()) == ("-", "--")
+    # the baseline: a thin grey line under the models' lines
+    assert majority.get_color() == "tab:gray"
+    assert majority.get_linewidth() < min(ln.get_linewidth() for ln in lines[:3])
+    assert majority.get_zorder() < min(ln.get_zorder() for ln in lines[:3])
     others = ["gnb", "svm", "qda"]
     drawn = [plotting.model_style(m, others) for m in others]
     assert len({(s["color"], s["marker"]) for s in drawn}) == 3
     assert drawn == [plotting.model_style(m, others) for m in others]  # by position
     matplotlib.pyplot.close("all")
+
+
+# ----------------------------------------------------------------------- the majority baseline
+
+
+def flat_splits(curves: dict, grid=(10, 20, 40, 80), n_splits: int = 3) -> pd.DataFrame:
+    """Per-split errors whose differences between models are the same on every split (each
+    split shifts every model alike): every paired difference is known exactly, its sem 0."""
+    rows = [
+        dict(model=model, m=m, split=s, n_test=100, errors=0, error=f(m) + 0.01 * s,
+             separable=False, trajectories=0)
+        for m in grid
+        for s in range(n_splits)
+        for model, f in curves.items()
+    ]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+PANEL = dict(name="p", title="p", panel=None, n_rows=500, dataset="d", models=[an.NB, an.LR])
+# sick's shape (issue 32): naive Bayes above the majority class's 0.062 at every m, logistic
+# regression down to it only: two regimes between two models that never beat the guess
+SICK = {an.NB: lambda m: 0.068, an.LR: lambda m: 0.062 + 0.3 / m, an.MAJORITY: lambda m: 0.062}
+
+
+def test_a_pair_never_below_the_baseline_is_no_better_than_the_majority_class():
+    errors = flat_splits(SICK)
+    assert an.verdict(an.paired_differences(errors)) == an.TWO_REGIMES  # the pair alone
+    done = an.analyse_panel(errors, PANEL, "p", n_boot=20)
+    assert done.row["verdict"] == an.NO_BETTER
+    assert done.row[f"{an.NB}{an.BEATS}"] is None and done.row[f"{an.LR}{an.BEATS}"] is None
+    assert done.row[f"{an.MAJORITY}_err_m_max"] == pytest.approx(0.072)  # 0.062 + split mean
+    against = done.tables[an.BASELINE_FILE]
+    assert list(against.columns) == an.BASELINE_COLUMNS and not against["beats"].any()
+    nb = against[against["model"] == an.NB]
+    assert nb["mean_diff"].to_numpy() == pytest.approx([0.006] * 4)
+    assert [p["verdict"] for p in done.pairs] == [an.NO_BETTER]
+
+
+@pytest.mark.parametrize(
+    ("nb", "verdict", "nb_from"),
+    [
+        (0.2, an.TWO_REGIMES, 10),  # both beat it: NB from the first m, LR from m = 20 on
+        (0.35, an.LR_BETTER, None),  # LR alone beats it: the pair's verdict stands
+    ],
+)
+def test_the_smallest_m_where_each_model_beats_the_baseline(nb, verdict, nb_from):
+    curves = {an.NB: lambda m: nb, an.LR: lambda m: 0.1 + 2 / m, an.MAJORITY: lambda m: 0.25}
+    done = an.analyse_panel(flat_splits(curves), PANEL, "p", n_boot=20)
+    assert done.row["verdict"] == verdict
+    # LR - majority = -0.15 + 2/m: +0.05 at m = 10, below 0 from m = 20 on
+    assert done.row[f"{an.LR}{an.BEATS}"] == 20
+    assert done.row[f"{an.NB}{an.BEATS}"] == nb_from
+    against = done.tables[an.BASELINE_FILE]
+    assert against.loc[against["model"] == an.LR, "beats"].tolist() == [False, True, True, True]
+
+
+def test_a_significant_difference_is_the_verdicts_own_test():
+    """Beats at m = the paired t interval of model - majority lies below 0: a gap of one sem
+    does not beat it, a gap of several does (noisy splits, the paired test of the verdicts)."""
+    rng = np.random.default_rng(3)
+    rows = []
+    for m, gap in ((10, -0.002), (20, -0.05)):
+        for s in range(30):
+            shared = rng.normal(0.3, 0.05)
+            rows += [
+                dict(model=an.MAJORITY, m=m, split=s, error=shared),
+                dict(model=an.NB, m=m, split=s, error=shared + gap + rng.normal(0, 0.03)),
+            ]
+    against = an.baseline_differences(pd.DataFrame(rows), [an.NB, an.MAJORITY])
+    expected = an.paired_differences(pd.DataFrame(rows), an.NB, an.MAJORITY)
+    assert against["ci_high"].tolist() == expected["ci_high"].tolist()
+    assert against["beats"].tolist() == [False, True]
+    assert an.beats_from(against) == {an.NB: 20}
+
+
+def test_a_run_without_baseline_rows_keeps_its_verdict_and_has_no_baseline_columns():
+    curves = {k: v for k, v in SICK.items() if k != an.MAJORITY}
+    done = an.analyse_panel(flat_splits(curves), PANEL, "p", n_boot=20)
+    assert done.row["verdict"] == an.TWO_REGIMES
+    assert not any(k.endswith(an.BEATS) for k in done.row)
+    assert an.BASELINE_FILE not in done.tables
+
+
+def test_the_baseline_is_in_no_default_pair_fit_or_shape_test():
+    models = ["lda", an.MAJORITY, "gnb"]
+    assert an.choose_pairs(models) == [("lda", "gnb")]
+    assert an.choose_pairs([an.NB, an.LR, an.MAJORITY]) == [(an.NB, an.LR)]
+    assert an.choose_pairs(models, [["lda", an.MAJORITY]]) == [("lda", an.MAJORITY)]  # named
+    done = an.analyse_panel(flat_splits(SICK), PANEL, "p", n_boot=20)
+    assert an.MAJORITY not in set(done.tables["fits.csv"]["model"])
+    assert an.MAJORITY not in set(done.tables["shape.csv"]["model"])
+    assert not any(k.startswith(f"{an.MAJORITY}_") and k.endswith("_asymptote") for k in done.row)
+
+
+def test_analysis_csv_and_the_report_show_the_baseline(tmp_path):
+    """analysis.csv: the baseline's errors and each model's first m as whole numbers (empty:
+    never); REPORT.md: its column, the verdict and its count."""
+    from tests.learningcurves import write_panel
+
+    write_panel(tmp_path, "sick", "sick", 14, flat_splits(SICK), [an.NB, an.LR])
+    curves = {an.NB: lambda m: 0.2, an.LR: lambda m: 0.1 + 2 / m, an.MAJORITY: lambda m: 0.25}
+    write_panel(tmp_path, "pima", "pima", 1, flat_splits(curves), [an.NB, an.LR])
+    (table,) = runs.analyse_folders([tmp_path], n_boot=20)
+    text = (tmp_path / "analysis.csv").read_text()
+    header, pima, sick = text.splitlines()
+    beats = header.split(",").index(f"{an.LR}{an.BEATS}")
+    assert pima.split(",")[beats] == "20" and sick.split(",")[beats] == ""
+    assert table["verdict"].tolist() == [an.TWO_REGIMES, an.NO_BETTER]
+    write_reports([tmp_path], reanalyse=False)
+    report = (tmp_path / "REPORT.md").read_text()
+    assert "| majority class @ m_max | beats majority from m (NB / LR) | verdict |" in report
+    assert "| 0.260 | 10 / 20 | two regimes |" in report  # 0.25 + the splits' mean shift
+    assert "| 0.072 | never / never | no better than the majority class |" in report
+    assert f"| {an.NO_BETTER} | 1 |" in report
+    assert "`naive_bayes` beats it at no m; `logistic_regression` beats it at no m" in report

@@ -305,11 +305,24 @@ def test_a_key_two_merged_mappings_both_give_is_refused(tmp_path, toy_config, wr
     assert_user_error(invoke("validate", str(write_toy(tmp_path, twice))), "each model may appear")
 
 
+@pytest.mark.parametrize("value", ["fast", "0", "2.5", "'7'"])
+def test_mcmc_iterations_is_auto_or_a_whole_number(tmp_path, toy_config, write_toy, value):
+    """The sampler's length is `auto` (each chain until it has mixed) or a fixed count >= 1;
+    anything else is one line naming the field and the value."""
+    models = f"models: [naive_bayes, {{name: logistic_regression, mcmc_iterations: {value}}}]"
+    config = write_toy(tmp_path, toy_config(*TINY, models))
+    message = assert_user_error(invoke("validate", str(config)), "models.1.mcmc_iterations")
+    assert message.endswith(
+        ": should be auto or a whole number >= 1, not "
+        + repr({"fast": "fast", "0": 0, "2.5": 2.5, "'7'": "7"}[value])
+    )
+
+
 def test_a_run_says_which_settings_change_nothing(tmp_path, toy_config, write_toy):
     """`C: 5` under `separable: sample` (C is the ridge rule's) and `bins: 7` without
     `discretize` change nothing. They run (a sweep varies them on purpose), with the same
     bytes, and the run says so, naming each field, so that no setting is ignored unseen."""
-    models = "models: [naive_bayes, {name: logistic_regression, C: 5, mcmc_iterations: 30}]"
+    models = "models: [naive_bayes, {name: logistic_regression, C: 5, mcmc_iterations: auto}]"
     text = toy_config(*TINY, models, "preprocessing: {bins: 7, strategy: quantile}")
     result = invoke("run", str(write_toy(tmp_path / "a", text)), "--out", str(tmp_path / "a"))
     assert result.exit_code == 0, result.output

@@ -155,6 +155,29 @@ def test_other_addresses_are_tried_in_order_after_the_archive(
     assert path == tmp_path / LENSES.path and _sha256(path) == LENSES.sha256
 
 
+def test_the_archive_serving_other_bytes_than_the_pinned_copy_is_said_in_one_line(
+    monkeypatch, serve, tmp_path
+):
+    """tic-tac-toe.data was pinned from the one copy found (MANIFEST.tsv column 5 = 1): the
+    archive itself may serve other bytes. Then one line names the file and says so, and
+    nothing is kept or used. No UCI files needed: the archive here is a folder of other
+    bytes."""
+    (tmp_path / "archive" / "tic-tac-toe").mkdir(parents=True)
+    pinned = datasets.get_info("tic-tac-toe").files[0]
+    (tmp_path / "archive" / pinned.path).write_bytes(b"x,x,x,o,o,b,b,b,b,positive\n")
+    monkeypatch.setattr(fetch, "UCI_BASE", serve(tmp_path / "archive"))
+    cache = tmp_path / "cache"
+    with pytest.raises(UserError) as info:
+        fetch.fetch_file(pinned, mirror=None, cache=cache)
+    message = str(info.value)
+    assert message.startswith(f"{pinned.path}: checksum mismatch: the UCI archive's bytes at")
+    assert "differ from the pinned copy" in message and "not kept or used" in message
+    served = hashlib.sha256(b"x,x,x,o,o,b,b,b,b,positive\n").hexdigest()
+    assert f"sha256 {pinned.sha256[:12]}..., served {served[:12]}..." in message
+    assert "\n" not in message
+    assert not any(p.is_file() for p in cache.rglob("*")) if cache.exists() else True
+
+
 @pytest.mark.parametrize("name", ["pima", "housing"])
 def test_withdrawn_files_keep_a_copy_pinned_to_a_commit(name):
     """pima and housing are gone from the UCI site: their data file is tried there first, then

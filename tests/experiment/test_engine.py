@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from genvdis._runtime.streams import stream_keys
+from genvdis.experiment import engine
 from genvdis.experiment.engine import Protocol, run_block
 from genvdis.experiment.scoring import EncodedData
 from genvdis.experiment.splits import draw_block, draw_training_block
@@ -241,3 +242,74 @@ def test_scoring_in_pieces_of_splits_gives_the_same_errors(monkeypatch, test):
     monkeypatch.setattr(shortcalls, "CALL_SECONDS", 0.0)
     pd.testing.assert_frame_equal(run_block(data, models, 30, range(0, 12), protocol), whole)
     assert pieces == [1] * 12
+
+
+# --- the majority-class baseline every run adds ------------------------------------------------
+
+BINARY = "models: [naive_bayes, logistic_regression]"
+REGION_TARGET = "dataset: {path: toy.csv, target: region}"  # region's 4 values: a 4-class target
+
+
+def _toy_run(folder, write_toy, toy_config, *lines, baseline=True, replace=None):
+    """A toy config run by the engine itself; its config, prepared data and errors.csv."""
+    from genvdis.config.experiment import load_config
+    from genvdis.data.preprocessing import prepare
+    from genvdis.data.sources import source_of
+
+    path = write_toy(folder, toy_config(*lines, "sizes: [12, 40]", "splits: 7", replace=replace))
+    config = load_config(path)
+    run_dir = engine.run_experiment(config, folder / "out", base_dir=folder, baseline=baseline)
+    data = prepare(source_of(config.dataset, folder).load(), config)
+    return config, data, pd.read_csv(run_dir / "errors.csv", dtype={"errors": int})
+
+
+@pytest.mark.parametrize(
+    ("lines", "replace"),
+    [
+        ((BINARY,), None),
+        (("models: [naive_bayes]",), {"dataset: {path: toy.csv, target: label}": REGION_TARGET,
+                                       'target: {positive: ["yes"]}': "target: {classes: all}"}),
+    ],
+    ids=["binary", "4 classes"],
+)  # fmt: skip
+def test_every_run_scores_the_majority_class_as_dummy_most_frequent(
+    tmp_path, write_toy, toy_config, lines, replace
+):
+    """A config that does not name `majority` gets it, last; its per-split errors are those of
+    scikit-learn's DummyClassifier(strategy="most_frequent") on the engine's own splits."""
+    from sklearn.dummy import DummyClassifier
+
+    config, data, errors = _toy_run(tmp_path, write_toy, toy_config, *lines, replace=replace)
+    assert len(data.class_counts) == (2 if replace is None else 4)
+    assert errors["model"].iloc[-1] == "majority" and config.test == "rest"
+    names = [spec.name for spec in config.models]
+    assert list(dict.fromkeys(errors["model"])) == [*names, "majority"]
+    n = len(data.y)
+    for m in config.size_grid:
+        train = draw_training_block(data.y, m, config.seed, range(7), config.split)
+        rows = errors[(errors["model"] == "majority") & (errors["m"] == m)]
+        for s, at in enumerate(train):
+            test = np.setdiff1d(np.arange(n), at)
+            dummy = DummyClassifier(strategy="most_frequent").fit(data.X[at], data.y[at])
+            wrong = int((dummy.predict(data.X[test]) != data.y[test]).sum())
+            assert rows["errors"].iloc[s] == wrong, (m, s)
+
+
+def test_the_baseline_moves_no_other_model_s_rows_and_is_never_doubled(
+    tmp_path, write_toy, toy_config
+):
+    """The other models' rows of errors.csv, byte for byte, are a run's without the baseline;
+    a config that lists `majority` itself gets it once, with the same numbers."""
+    _, _, plain = _toy_run(tmp_path / "a", write_toy, toy_config, BINARY, baseline=False)
+    _, _, added = _toy_run(tmp_path / "b", write_toy, toy_config, BINARY)
+    assert "majority" not in set(plain["model"])
+    pd.testing.assert_frame_equal(added[added["model"] != "majority"], plain)
+    listed = "models: [majority, naive_bayes, logistic_regression]"
+    _, _, own = _toy_run(tmp_path / "c", write_toy, toy_config, listed)
+    assert list(dict.fromkeys(own["model"])) == ["majority", "naive_bayes", "logistic_regression"]
+    key = ["model", "m", "split"]
+    pd.testing.assert_frame_equal(
+        own.sort_values(key).reset_index(drop=True), added.sort_values(key).reset_index(drop=True)
+    )
+    text = (tmp_path / "b" / "out" / "toy" / "config.yaml").read_text()
+    assert "\nbaseline: majority\n" in text  # fingerprinted: a run with it is another run

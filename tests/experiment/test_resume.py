@@ -125,7 +125,7 @@ def test_a_killed_run_leaves_only_complete_checkpoints(runs):
     for path in done:  # each block is whole, and holds exactly the clean run's numbers
         block = pd.read_csv(path)
         assert list(block.columns) == results.ERROR_COLUMNS
-        assert len(block) == 2 * 3  # 2 models x block_size splits
+        assert len(block) == 3 * 3  # (2 models + the majority class) x block_size splits
         expected = block[["model", "m", "split"]].merge(reference, on=["model", "m", "split"])
         pd.testing.assert_frame_equal(
             block.sort_values(["model", "split"]).reset_index(drop=True),

@@ -13,13 +13,14 @@ import pytest
 from sklearn.dummy import DummyClassifier
 from typer.testing import CliRunner
 
+from genvdis._runtime.streams import stream_keys
 from genvdis.cli import app
 from genvdis.experiment.engine import Protocol, run_block
-from genvdis.experiment.scoring import EncodedData
-from genvdis.experiment.splits import draw_training_block
+from genvdis.experiment.scoring import EncodedData, count_errors
+from genvdis.experiment.splits import draw_block, draw_training_block
 from genvdis.models import registry
 from genvdis.models.base import FeatureLayout
-from genvdis.models.majority import Majority, MultiMajority, majority_classes
+from genvdis.models.majority import Majority, MultiMajority, majority_classes, majority_errors
 
 
 def test_it_predicts_the_most_frequent_training_class_whatever_the_row():
@@ -85,3 +86,24 @@ def test_three_models_run_plot_report_and_explore_through_the_cli(tmp_path, writ
     styles = {m["name"]: m for m in data["models"]}
     assert styles["majority"]["label"] == "majority class" and styles["majority"]["short"] == "Maj"
     assert "majority" in (out / "REPORT.md").read_text()
+
+
+@pytest.mark.parametrize("K", [2, 3])
+@pytest.mark.parametrize("test", ["rest", 25])
+def test_its_counted_errors_are_its_scored_classifiers(K, test):
+    """The engine counts the baseline's errors from the labels (`majority_errors`): the counts of
+    scoring its fitted classifiers (`count_errors`), on every other row or a test set."""
+    rng = np.random.default_rng(7 + K)
+    n, layout = 80, FeatureLayout(3)
+    X, y = rng.random((n, 3)), rng.choice(K, n, p=np.linspace(2, 1, K) / np.linspace(2, 1, K).sum())
+    data = EncodedData.encode(X, y, layout)
+    if test == "rest":
+        train, mask = draw_training_block(y, 9, 4, range(30), "random"), None
+    else:
+        train, mask = draw_block(y, 9, 4, range(30), "random", test)
+    model = Majority(layout) if K == 2 else MultiMajority(layout)
+    fit = model.fit_batch(data.onehot, y, train, stream_keys(4, 9, range(30), stream=1))
+    scored = count_errors(data, data.as_onehot(fit, False), train, mask)
+    counted = majority_errors(y, train, mask)
+    np.testing.assert_array_equal(counted, scored)
+    assert len(set(majority_classes(y, train, K))) > 1  # splits whose majority differs

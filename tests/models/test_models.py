@@ -705,7 +705,8 @@ def _run(
     tmp_path: Path, frame: pd.DataFrame, body: str, name: str = "t", kinds: str = KINDS
 ) -> pd.DataFrame:
     """errors.csv of a run of the config `body` (YAML lines after name and dataset) on
-    `frame`, written as data.csv."""
+    `frame`, written as data.csv; the config's models' rows (the majority-class baseline every
+    run adds is checked in tests/models/test_majority.py)."""
     frame.to_csv(tmp_path / "data.csv", index=False)
     config = tmp_path / f"{name}.yaml"
     config.write_text(
@@ -713,7 +714,8 @@ def _run(
         f"dataset: {{path: {tmp_path / 'data.csv'}, target: label, kinds: {kinds}}}\n" + body
     )
     genvdis.run(config, out=tmp_path / "out")
-    return pd.read_csv(tmp_path / "out" / name / "errors.csv")
+    errors = pd.read_csv(tmp_path / "out" / name / "errors.csv")
+    return errors[errors["model"] != "majority"].reset_index(drop=True)
 
 
 def _codes(frame: pd.DataFrame, names: list[str]) -> tuple[np.ndarray, list[int]]:

@@ -717,16 +717,26 @@ def test_k_class_error_counts_match_independent_fits(tmp_path):
     run = genvdis.run(tmp_path / "three.yaml", out=tmp_path / "out")
     errors = pd.read_csv(Path(run.path) / "errors.csv")
     cont, colour, y = _coded(table)
-    checked = {"naive_bayes": 0, "lda": 0, "logistic_regression": 0}
+    checked = {"naive_bayes": 0, "lda": 0, "logistic_regression": 0, "majority": 0}
     for row in errors.itertuples():
         train, test = draw_split(y, row.m, 0, row.split)
         if row.model == "logistic_regression" and not row.separable:
             continue  # the likelihood's fit: its own tests above
-        fit = {"naive_bayes": _naive_bayes, "lda": _lda, "logistic_regression": _ridge}
+        fit = {"naive_bayes": _naive_bayes, "lda": _lda, "logistic_regression": _ridge,
+               "majority": _majority}  # fmt: skip
         scores = fit[row.model](cont, colour, y, train, test)
         assert row.errors == (np.argmax(scores, axis=1) != y[test]).sum(), row
         checked[row.model] += 1
-    assert checked["naive_bayes"] == checked["lda"] == 16 and checked["logistic_regression"] > 4
+    assert checked["naive_bayes"] == checked["lda"] == checked["majority"] == 16
+    assert checked["logistic_regression"] > 4
+
+
+def _majority(cont, colour, y, train, test) -> np.ndarray:
+    """The baseline every run adds: the training set's most frequent class on every test row
+    (ties: the lowest), as one score per class."""
+    scores = np.zeros((len(test), int(y.max()) + 1))
+    scores[:, np.argmax(np.bincount(y[train], minlength=scores.shape[1]))] = 1.0
+    return scores
 
 
 def test_class_groups_with_the_same_name_are_refused(tmp_path):

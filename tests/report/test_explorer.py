@@ -113,7 +113,12 @@ def test_collect_groups_variants_under_their_paper_panel(known):
     assert runs["examples/toy-three"]["settings"] == "+lda"
     assert [m["name"] for m in data["models"]] == [an.NB, an.LR, "lda"]
     assert data["models"][1] == dict(
-        name=an.LR, label="logistic regression", color="#d62728", dash="7 4", short="LR"
+        name=an.LR,
+        label="logistic regression",
+        color="#d62728",
+        dash="7 4",
+        short="LR",
+        baseline=False,
     )
 
 
@@ -475,3 +480,56 @@ def test_the_explorer_draws_the_first_pairs_differences_only(tmp_path):
     assert diff["mean"] == pytest.approx(list(first["mean_diff"]), rel=1e-5)
     assert diff["lo"] == pytest.approx(list(first["ci_low"]), rel=1e-5)
     assert diff["n"] == list(first["n_splits"])
+
+
+# --- the majority-class baseline: a thin line under the models', togglable ---
+
+
+@pytest.fixture(scope="module")
+def with_baseline(tmp_path_factory) -> Path:
+    """A paper panel whose run scored the majority class beside its two models."""
+    root = tmp_path_factory.mktemp("baseline")
+    run_dir = root / "toy"
+    run_dir.mkdir()
+    config = dict(title="toy", panel=8, models=[{"name": an.NB}, {"name": an.LR}], **SONAR)
+    resolved = dict(name="toy", splits=40, sizes=GRID, n_rows=208, **config)
+    curves = {**CROSSING, an.MAJORITY: lambda m: 0.45}
+    results.write_results(run_dir, _errors(curves), resolved, [an.NB, an.LR, an.MAJORITY])
+    runs.analyse_folders([root], n_boot=50)
+    return root
+
+
+def test_the_baseline_is_on_the_page_as_a_baseline(with_baseline):
+    data = explorer.collect(with_baseline)
+    styles = {m["name"]: m for m in data["models"]}
+    assert styles[an.MAJORITY] == dict(
+        name=an.MAJORITY, label="majority class", short="Maj", color="#7f7f7f",
+        dash="7 3 2 3", baseline=True,
+    )  # fmt: skip
+    assert not styles[an.NB]["baseline"] and not styles[an.LR]["baseline"]
+    curves = {c["model"]: c for c in data["panels"][0]["runs"][0]["curves"]}
+    assert curves[an.MAJORITY]["m"] == GRID and len(curves[an.MAJORITY]["mean"]) == len(GRID)
+
+
+@pytest.mark.slow
+def test_the_baseline_in_the_browser(browser, with_baseline):
+    """Drawn first (under the models' curves), thinner, without a band; its points hover
+    with their numbers; its toggle takes it off and puts it back."""
+    page = Page(browser, explorer.write_explorer(with_baseline).as_uri() + "#toy")
+    assert page.figures()["toy"] == expected_figure(with_baseline, ["toy"])
+    traces = "#fig-toy svg.curves g.trace"
+    drawn = page.page.eval_on_selector_all(
+        traces,
+        """gs => gs.map(g => [g.dataset.model, g.classList.contains("baseline"),
+            g.querySelectorAll("path.band").length,
+            parseFloat(getComputedStyle(g.querySelector("path.line")).strokeWidth)])""",
+    )
+    assert drawn[0][:3] == [an.MAJORITY, True, 0]
+    assert [d[:3] for d in drawn[1:]] == [[an.NB, False, 1], [an.LR, False, 1]]
+    assert drawn[0][3] < min(d[3] for d in drawn[1:])
+    assert page.hover_point("toy", "toy", an.MAJORITY, 2).splitlines()[0] == "majority class"
+    page.page.uncheck("#model-majority")
+    assert "toy majority" not in page.figures()["toy"]["curves"]
+    page.page.check("#model-majority")
+    assert "toy majority" in page.figures()["toy"]["curves"]
+    assert page.errors == []

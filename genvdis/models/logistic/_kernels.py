@@ -340,3 +340,41 @@ def sparse_directions(indptr, indices, values, idx, w, penalty, grad, unit):
         if singular[s]:
             delta[s] = 0.0
     return delta, singular
+
+
+# --- the K-class ridge fit's Hessian-vector products (`softmax_cg`) ---
+
+
+@jit
+def softmax_hessian_times(XT, X, PT, penalty, v):
+    """`softmax_cg._hessian_times`, one split at a time: U = V X^T and (P U - P sum_k P U) X
+    by `portable.rows_times` (each entry a sum over k in order), the weighting between them in
+    a (K - 1, m) buffer that stays in cache, no temporaries. Compiled without contraction (`jit`,
+    not `vector_jit`): each product and sum of the weighting rounds on its own, as numpy's
+    PT * U, its sum over the classes in class order, PT times that and the difference do, so
+    the bits are those of numpy's passes between the products (`portable.rows_times` names
+    its own flags: its sums stay fused)."""
+    S, K1, d = v.shape
+    m = XT.shape[2]
+    out = np.empty((S, K1, d))
+    PU, total = np.empty((K1, m)), np.empty(m)
+    for s in range(S):
+        rows_times(v[s], XT[s], PU, False)  # U = V X^T
+        p = PT[s]
+        for c in range(K1):
+            for i in range(m):
+                PU[c, i] = p[c, i] * PU[c, i]
+        for i in range(m):
+            total[i] = PU[0, i]
+        for c in range(1, K1):
+            for i in range(m):
+                total[i] = total[i] + PU[c, i]
+        for c in range(K1):
+            for i in range(m):
+                PU[c, i] = PU[c, i] - p[c, i] * total[i]
+        o = out[s]
+        rows_times(PU, X[s], o, False)
+        for c in range(K1):
+            for j in range(d):
+                o[c, j] = o[c, j] + penalty[j] * v[s, c, j]
+    return out

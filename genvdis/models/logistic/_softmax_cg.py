@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from genvdis._runtime import portable
+from genvdis.models.logistic._kernels import softmax_hessian_times
 
 # CG's relative residual never asked below this: a step's error is then ~1e-6 of a step that
 # is already tiny (the fit's quadratic term dominates), and the last steps stop ~20% sooner
@@ -23,14 +24,12 @@ def _hessian_times(
 ) -> np.ndarray:
     """H v (S, K - 1, d) without H: sum_i (p_ic u_ic - p_ic sum_k p_ik u_ik) x_i, u_i = V x_i,
     plus the ridge; O(m d K) per split instead of H's O(m d^2 K^2). Class-major: XT (S, d, m)
-    a contiguous copy of X (S, m, d) and PT (S, K - 1, m), so both products are plain BLAS
-    products (V X^T, then W^T X), `portable.matmuls` (fixed-order sums, not BLAS's, whose
-    order is the CPU's: issue 30 §7)."""
-    PU = PT * portable.matmuls(v, XT)  # (S, K - 1, m)
-    PU -= PT * PU.sum(axis=1, keepdims=True)
-    out = portable.matmuls(PU, X)
-    out += penalty * v
-    return out
+    a contiguous copy of X (S, m, d) and PT (S, K - 1, m). One compiled pass per split
+    (`logistic_kernels.softmax_hessian_times`): its two products are fixed-order sums, not
+    BLAS's, whose order is the CPU's (issue 30 §7), and the weighting between them stays in
+    cache (1.15-1.3x numpy's passes between the products on the ten-digit example,
+    `bench_newton_floor.py`; the same bits)."""
+    return softmax_hessian_times(XT, X, PT, penalty, v)
 
 
 def _preconditioner(X: np.ndarray, P: np.ndarray, penalty: np.ndarray) -> np.ndarray:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from genvdis._runtime.jit import jit
 from genvdis.models.base import BatchFit, FeatureLayout, LinearModel, StrictSpec, checked, default
@@ -35,10 +35,12 @@ WARM_ROWS, WARM_ITERATIONS, WARM_MAX_ITER = 200, 3, 8  # see LogisticRegression.
 SPARSE_MIN_WIDTH, SPARSE_DENSITY = 20, 0.3  # data this wide and sparse: `layouts.Sparse`
 
 
-# Trajectories per random separating hyperplane, the default of `mcmc_iterations`:
-# benchmarks/sampler_mixing.py finds no bias at 3 standard errors on a hard training set of any
-# separable panel from 20 on (sonar at m = 155: 15 at 3, 4.7 at 10); 30 leaves a margin
-# (docs/separable.md).
+# Trajectories per random separating hyperplane: by default (`mcmc_iterations: auto`) each chain
+# stops when its own statistic says it has mixed (`sampler.UntilMixed`), after at most
+# TRAJECTORIES; a number asks for that many on every chain. benchmarks/sampler_mixing.py finds
+# no bias at 3 standard errors on a hard training set of any separable panel from 20 fixed
+# trajectories on (sonar at m = 155: 15 at 3, 4.7 at 10); 30 leaves a margin, and the rule's
+# cap is that count (docs/separable.md).
 TRAJECTORIES = 30
 
 
@@ -46,11 +48,21 @@ class LogisticRegressionSpec(StrictSpec):
     name: Literal["logistic_regression"] = "logistic_regression"
     separable: Literal["sample", "max_margin", "ridge"] = "sample"
     C: float = Field(default=1.0, gt=0, description="inverse L2 strength for separable: ridge")
-    mcmc_iterations: int = Field(
-        default=TRAJECTORIES, ge=1, description="exact-HMC trajectories per separating hyperplane"
+    mcmc_iterations: Literal["auto"] | int = Field(
+        default="auto",
+        description="exact-HMC trajectories per separating hyperplane: auto (until the chain "
+        "has mixed) or a fixed number",
     )
     max_iter: int = Field(default=100, ge=1)
     tol: float = Field(default=1e-8, gt=0)
+
+    @field_validator("mcmc_iterations", mode="plain")
+    @classmethod
+    def _auto_or_count(cls, value: object) -> str | int:
+        """One message for both forms (a union's would list each member's failure)."""
+        if value == "auto" or (type(value) is int and value >= 1):
+            return value
+        raise ValueError(f"should be auto or a whole number >= 1, not {value!r}")
 
     def ignored(self, layout: FeatureLayout | None = None) -> dict[str, str]:
         """The parameters this model's `separable` rule never reads (C: ridge only;
@@ -200,7 +212,7 @@ class LogisticRegression(LinearModel):
         layout: FeatureLayout,
         separable: str = default(LogisticRegressionSpec, "separable"),
         C: float = default(LogisticRegressionSpec, "C"),
-        mcmc_iterations: int = default(LogisticRegressionSpec, "mcmc_iterations"),
+        mcmc_iterations: int | str = default(LogisticRegressionSpec, "mcmc_iterations"),
         max_iter: int = default(LogisticRegressionSpec, "max_iter"),
         tol: float = default(LogisticRegressionSpec, "tol"),
     ) -> None:
@@ -213,6 +225,13 @@ class LogisticRegression(LinearModel):
             params["separable"], params["C"], params["mcmc_iterations"],
         )  # fmt: skip
         self.max_iter, self.tol = params["max_iter"], params["tol"]
+
+    def _chain_length(self) -> sampler.Fixed | sampler.UntilMixed:
+        """How long each chain runs: `mcmc_iterations` trajectories, or with `auto` until it
+        has mixed (`sampler.UntilMixed`)."""
+        if self.mcmc_iterations == "auto":
+            return sampler.UntilMixed()
+        return sampler.Fixed(self.mcmc_iterations)
 
     def _newton(
         self, design: Design, strength: float, stop: bool = False,
@@ -328,10 +347,8 @@ class LogisticRegression(LinearModel):
         beta = to_data_basis(fit.beta, shift, scale)
         chosen = np.flatnonzero(separable)
         basis = _Basis(Zs, ys, idxs, shift, scale)
-        self._apply_policy(Z, y, idx, keys, beta, chosen, start, from_lp, basis)
         trajectories = np.zeros(S, dtype=np.int64)
-        if self.separable == "sample":
-            trajectories[chosen] = self.mcmc_iterations
+        self._apply_policy(Z, y, idx, keys, beta, chosen, start, from_lp, basis, trajectories)
         return BatchFit(beta[:, :-1], beta[:, -1], separable, trajectories)
 
     def _first_fit(self, design: Design, start: np.ndarray | None, shared: _Shared) -> NewtonFit:
@@ -358,11 +375,12 @@ class LogisticRegression(LinearModel):
     def _apply_policy(
         self, Z: np.ndarray, y: np.ndarray, idx: np.ndarray, keys: np.ndarray,
         beta: np.ndarray, chosen: np.ndarray, start: np.ndarray, from_lp: np.ndarray,
-        basis: _Basis,
+        basis: _Basis, trajectories: np.ndarray,
     ) -> None:  # fmt: skip
         """Replace beta[chosen] (the separable splits', in the data's basis) by the `separable`
         policy's hyperplanes: from the sampler's or max-margin starts `start` (in the standard
-        `basis`; from_lp: the LP's maximum-margin solution already), or a ridge fit.
+        `basis`; from_lp: the LP's maximum-margin solution already), or a ridge fit; the
+        sampler's trajectories per split go in `trajectories`.
 
         The random separating hyperplane is drawn in the data's own basis (the preprocessed
         features, the paper's law: its version space, normalised by |z|, changes shape with a
@@ -386,8 +404,8 @@ class LogisticRegression(LinearModel):
                 rows = hyperplanes.signed_rows(Z[idx[part]], y[idx[part]])
                 z0 = to_data_basis(start[part], basis.shift[part], basis.scale[part])
                 z0 /= np.abs(z0).max(axis=1, keepdims=True)  # its norm must not overflow
-                beta[part] = sampler.sample_version_space(
-                    rows, z0, self.mcmc_iterations, keys[part]
+                beta[part], trajectories[part] = sampler.draw(
+                    rows, z0, keys[part], self._chain_length()
                 )
         else:
             design = _gathered(basis.Z, basis.y, basis.idx[chosen])

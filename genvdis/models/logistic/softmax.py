@@ -288,6 +288,7 @@ class MultiLogisticRegression(MultiModel, LogisticRegression):
         yt, K = y[idx], n_classes(y)
         standard, shift, scale = standard_basis(Z, idx)
         X = np.concatenate([standard.reshape(idx.shape + (-1,)), np.ones(idx.shape + (1,))], 2)
+        trajectories = np.zeros(len(idx), dtype=np.int64)  # the sampler's, per split
         if self.separable == "ridge":
             V, separable = self._ridge_first(X, yt, K, scale)
             V = _to_data_basis(V, shift, scale)
@@ -307,11 +308,11 @@ class MultiLogisticRegression(MultiModel, LogisticRegression):
                 rows = hyperplanes.signed_rows(Z[idx[chosen]], yt[chosen])
                 z0 = to_data_basis(np.stack(start), shift[chosen], scale[chosen])
                 z0 /= np.abs(z0).max(axis=1, keepdims=True)  # its norm must not overflow
-                V[chosen, 0] = sampler.sample_version_space(
-                    rows, z0, self.mcmc_iterations, keys[chosen]
+                V[chosen, 0], trajectories[chosen] = sampler.draw(
+                    rows, z0, keys[chosen], self._chain_length()
                 )
         coef = np.concatenate([np.zeros((len(idx), 1, X.shape[2])), V], axis=1)
-        return BatchFit(coef[:, :, :-1], coef[:, :, -1], separable)
+        return BatchFit(coef[:, :, :-1], coef[:, :, -1], separable, trajectories)
 
     def _likelihood(
         self, X: np.ndarray, y: np.ndarray, K: int

@@ -13,11 +13,14 @@ z, and the uniform law on V has the direction uniform (in solid angle) over the 
   and any would only rotate the chain).
 w is drawn by exact Hamiltonian Monte Carlo for the truncated normal (each iteration: an
 exactly solved Hamiltonian trajectory that bounces off the walls), which costs O(m) per bounce
-instead of O(m d). Finally the radius is drawn as U^(1/d), so the returned point is uniform on
-V itself (docs/separable.md).
+instead of O(m d). Each chain runs until its own statistic says it has forgotten its start
+(`UntilMixed`), or a fixed number of trajectories (`Fixed`). Finally the radius is drawn as
+U^(1/d), so the returned point is uniform on V itself (docs/separable.md).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numba
 import numpy as np
@@ -212,30 +215,76 @@ def _copy(out: np.ndarray, values: np.ndarray) -> None:
 
 
 @jit
+def _cosine(w: np.ndarray, w0: np.ndarray) -> float:
+    """The cosine of the angle between w and the start w0: the statistic the stopping rule
+    watches (1 at the start, about 0 once the chain has forgotten it)."""
+    dot = ww = w0w0 = 0.0
+    for k in range(w.size):
+        dot += w[k] * w0[k]
+        ww += w[k] * w[k]
+        w0w0 += w0[k] * w0[k]
+    return dot / np.sqrt(ww * w0w0)
+
+
+@jit
+def _mixed(history: np.ndarray, n: int, effective: float) -> bool:
+    """Whether the n trajectories after the start (history[0], the start's statistic, then one
+    per trajectory) are worth `effective` independent draws: n >= effective tau, with tau the
+    integrated autocorrelation time (1 + rho) / (1 - rho) of an AR(1) series with the
+    statistic's lag-1 autocorrelation rho. The start is in the series on purpose: a chain that
+    still drifts away from it reads as strongly correlated, so as not yet mixed."""
+    mean = 0.0
+    for i in range(n + 1):
+        mean += history[i]
+    mean /= n + 1
+    var = lag = 0.0
+    for i in range(n + 1):
+        dev = history[i] - mean
+        var += dev * dev
+    for i in range(n):
+        lag += (history[i] - mean) * (history[i + 1] - mean)
+    if not var > 0.0:  # the chain never moved: nothing is measured yet
+        return False
+    rho = lag / var
+    if not rho < 1.0:
+        return False
+    return n * (1.0 - rho) >= effective * (1.0 + rho)
+
+
+@jit
 def _chains(
     B: np.ndarray, Bt: np.ndarray, w0: np.ndarray, keys: np.ndarray, iterations: int,
-    warmup_bounces: int, d: int,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+    warmup_bounces: int, d: int, floor: int, effective: float, after: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
     """Each problem's chain from w0[s], with its own stream: the final w (S, r), then d
-    normals (S, d) and a uniform (S,) for the parts of the draw outside the row space.
+    normals (S, d) and a uniform (S,) for the parts of the draw outside the row space, and the
+    trajectories each chain ran (S,). A chain runs `iterations` trajectories, or with
+    `effective` > 0 runs `after` more once `_mixed` first holds at a trajectory n >= `floor`
+    (at most `iterations` in all): a rule on its own statistics alone, so a problem's draw
+    does not depend on its batch.
     The feasibility check of a trajectory's end computes B w there for every wall; where the
     move is accepted those are the next trajectory's starting wall values."""
     S, m, r = B.shape
     W = np.empty((S, r))
     V = np.empty((S, d))
     U = np.empty(S)
+    ran = np.empty(S, dtype=np.int64)
     state = np.empty(1, dtype=np.uint64)
     w, proposal, p = np.empty(r), np.empty(r), np.empty(r)
     here, ahead = np.empty(m), np.empty(m)
     c, v, key = np.empty(m), np.empty(m), np.empty(m)
     G, have = np.empty((m, m)), np.zeros(m, dtype=np.bool_)  # B_s B_s^T, row by row
+    history = np.empty(iterations + 1)
     for s in range(S):
         state[0] = keys[s]
         for i in range(m):
             have[i] = False
         _copy(w, w0[s])
         _values(Bt[s], w, here)
+        history[0] = 1.0
         rc, rs = 0.0, 1.0  # the warm-up's time, pi/2, as (cosine, sine)
+        ran[s] = iterations
+        stop = iterations
         for iteration in range(iterations):
             budget = warmup_bounces if iteration == 0 else 20 * warmup_bounces
             _copy(proposal, w)
@@ -259,14 +308,51 @@ def _chains(
             if feasible:
                 _copy(w, proposal)
                 _copy(here, ahead)
+            n = iteration + 1
+            if effective > 0.0 and stop == iterations:
+                history[n] = _cosine(w, w0[s])
+                if n >= floor and _mixed(history, n, effective):
+                    stop = min(n + after, iterations)
+            if n == stop:
+                ran[s] = n
+                break
         _copy(W[s], w)
         for k in range(d):
             V[s, k] = streams.next_normal(state)
         U[s] = streams.next_uniform(state)
-    return W, V, U
+    return W, V, U, ran
 
 
 WARMUP_BOUNCES = 200
+
+
+@dataclass(frozen=True)
+class Fixed:
+    """Every chain runs `iterations` trajectories."""
+
+    iterations: int
+
+    @property
+    def cap(self) -> int:
+        return int(self.iterations)
+
+    floor, effective, after = 0, 0.0, 0  # no rule
+
+
+@dataclass(frozen=True)
+class UntilMixed:
+    """Each chain runs until the first trajectory n >= `floor` where its n trajectories are
+    worth `effective` independent draws of its statistic (the cosine to its start, the start
+    included: `_mixed`), then `after` more, `cap` in all at most (docs/separable.md, "How
+    many trajectories"). The draw is taken `after` trajectories past the decision because a
+    chain stopped the moment its path looked mixed is drawn at a moment its path chose, which
+    biases the draw (+6.4 standard errors on a 3-D version space, tests/models/test_models.py);
+    from a fixed number of trajectories later the chain has forgotten that moment."""
+
+    floor: int = 10
+    cap: int = 30
+    effective: float = 10.0
+    after: int = 5
 
 
 def sample_version_space(
@@ -276,11 +362,25 @@ def sample_version_space(
     keys: np.ndarray,
     warmup_bounces: int = WARMUP_BOUNCES,
 ) -> np.ndarray:
-    """One draw per problem from the uniform law on {A_s z > 0, ||z|| <= 1}, batched.
+    """One draw per problem from the uniform law on {A_s z > 0, ||z|| <= 1}, batched, after a
+    fixed number of trajectories (`draw` with `Fixed(iterations)`)."""
+    return draw(A, z0, keys, Fixed(iterations), warmup_bounces)[0]
+
+
+def draw(
+    A: np.ndarray,
+    z0: np.ndarray,
+    keys: np.ndarray,
+    length: Fixed | UntilMixed,
+    warmup_bounces: int = WARMUP_BOUNCES,
+) -> tuple[np.ndarray, np.ndarray]:
+    """One draw per problem from the uniform law on {A_s z > 0, ||z|| <= 1}, batched, and the
+    trajectories each problem's chain ran (S,).
 
     A: (S, m, d) constraint rows, z0: (S, d) strictly feasible starts (any scale), keys: one
     random stream per problem (`streams`), so a problem's draw does not depend on which others
-    share its batch. `iterations` trajectories are run from z0 (docs/separable.md). The first,
+    share its batch. Each chain runs from z0 for `length`'s trajectories: a fixed number, or
+    until its own statistics say it has mixed (`UntilMixed`; docs/separable.md). The first,
     a warm-up, lasts pi/2 or `warmup_bounces` walls, whichever comes first; the time it reached
     becomes the problem's fixed trajectory duration from then on, so that a very thin version
     space (where the particle meets a wall at every turn) costs about `warmup_bounces` bounces
@@ -306,9 +406,10 @@ def sample_version_space(
     Bt = np.ascontiguousarray(np.swapaxes(B, 1, 2))
     w *= np.sqrt(r) / portable.norms(w)[:, None]  # the typical radius
     start = w
-    w, v, u = shortcalls.in_short_calls(  # each problem its own stream: pieces change nothing
-        lambda a, b: _chains(B[a:b], Bt[a:b], start[a:b], keys[a:b], int(iterations),
-                             int(warmup_bounces), d),
+    w, v, u, ran = shortcalls.in_short_calls(  # each problem its own stream: pieces change nothing
+        lambda a, b: _chains(B[a:b], Bt[a:b], start[a:b], keys[a:b], length.cap,
+                             int(warmup_bounces), d, length.floor, length.effective,
+                             length.after),
         S,
     )  # fmt: skip
     if m >= d:
@@ -318,4 +419,4 @@ def sample_version_space(
         v -= portable.matvecs(Q, portable.matvecs(Qt, v))
         z = portable.matvecs(Q, w) + v
     radius = portable.power(u, 1.0 / d)[:, None]
-    return radius * z / portable.norms(z)[:, None]
+    return radius * z / portable.norms(z)[:, None], ran

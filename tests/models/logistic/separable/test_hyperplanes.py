@@ -28,7 +28,6 @@ from genvdis.models.logistic.softmax import constraint_rows
 from genvdis.models.logistic_regression import (
     TRAJECTORIES,
     LogisticRegression,
-    LogisticRegressionSpec,
 )
 from genvdis.models.naive_bayes import NaiveBayes, NaiveBayesSpec
 from genvdis.models.registry import build_model
@@ -309,25 +308,25 @@ def test_chains_from_a_corner_of_the_version_space_reach_the_uniform_law():
     assert pvalue(3) < 1e-6
 
 
-def test_the_default_trajectories_are_used_and_recorded():
-    """The config's default, the model's and `TRAJECTORIES` are one number, and a
-    fit records per split how many trajectories drew its hyperplane: that number where the set
-    is separable and `sample` draws, 0 where nothing is sampled."""
-    assert LogisticRegressionSpec().mcmc_iterations == TRAJECTORIES
+def test_the_trajectories_are_used_and_recorded():
+    """A fit records per split how many trajectories drew its hyperplane: under the default
+    rule (`auto`) what each chain ran, between the rule's floor and cap; a fixed count where
+    one is asked for; 0 where nothing is sampled."""
     layout = FeatureLayout(2)
-    assert LogisticRegression(layout).mcmc_iterations == TRAJECTORIES
     # the square plus two points outside it (separable), or plus two inside the other class's
     extra = np.array([[0.05, 0.5], [0.95, 0.5], [0.15, 0.5], [0.85, 0.3]])
     X, y = np.vstack([SQUARE_X, extra]), np.r_[SQUARE_Y, 0, 1, 1, 0]
     idx = np.array([[0, 1, 2, 3, 4, 5, 6, 7], [0, 1, 2, 3, 4, 5, 8, 9]])
+    rule = sampler.UntilMixed()
     for model, used in [
-        (LogisticRegression(layout), TRAJECTORIES),
-        (LogisticRegression(layout, mcmc_iterations=7), 7),
-        (LogisticRegression(layout, separable="max_margin"), 0),
-        (build_model(NaiveBayesSpec(), layout), 0),
+        (LogisticRegression(layout), range(rule.floor + rule.after, rule.cap + 1)),
+        (LogisticRegression(layout, mcmc_iterations=7), [7]),
+        (LogisticRegression(layout, mcmc_iterations=TRAJECTORIES), [TRAJECTORIES]),
+        (LogisticRegression(layout, separable="max_margin"), [0]),
+        (build_model(NaiveBayesSpec(), layout), [0]),
     ]:
         fit = model.fit_batch(X, y, idx)
-        assert fit.trajectories.tolist() == [used, 0]
+        assert fit.trajectories[0] in used and fit.trajectories[1] == 0
         assert fit.trajectories.dtype == np.int64
         assert fit.separable.tolist() == [model.name == "logistic_regression", False]
 
@@ -393,7 +392,8 @@ def test_the_sampled_hyperplanes_depend_on_the_coding():
     assert first["separable"].sum() >= 5
     assert first["separable"].tolist() == last["separable"].tolist()
     lr = first["model"] == "logistic_regression"
-    assert (first.loc[lr, "trajectories"] == TRAJECTORIES * first.loc[lr, "separable"]).all()
+    ran, separable = first.loc[lr, "trajectories"], first.loc[lr, "separable"]
+    assert (ran[~separable] == 0).all() and ran[separable].between(15, 30).all()
     assert not first.loc[lr & first["separable"], "errors"].equals(
         last.loc[lr & last["separable"], "errors"]
     )
@@ -504,10 +504,11 @@ def test_the_chains_are_the_plain_algorithms_bit_for_bit(problem):
     G = portable.matmuls(B[None], B.T[None].copy())[0]  # the bits of the chains' rows of B B^T
     w0 = Q.T @ z0 * np.sqrt(B.shape[1]) / np.linalg.norm(Q.T @ z0)
     keys = stream_keys(3, len(A), range(6), 1)
-    W, _, _ = sampler._chains(
+    W, _, _, ran = sampler._chains(
         B[None].repeat(6, 0), np.ascontiguousarray(B.T)[None].repeat(6, 0),
-        w0[None].repeat(6, 0), keys, 8, sampler.WARMUP_BOUNCES, A.shape[1],
+        w0[None].repeat(6, 0), keys, 8, sampler.WARMUP_BOUNCES, A.shape[1], 0, 0.0, 0,
     )  # fmt: skip
+    assert ran.tolist() == [8] * 6
     for s, key in enumerate(keys):
         plain = _plain_chain(B.tolist(), G.tolist(), w0.tolist(), int(key), 8)
         assert W[s].tolist() == plain
