@@ -610,6 +610,27 @@ def run_study(
     return [Results(path) for path in done]
 
 
+def report_study(
+    results: Sequence[Results], out: str | Path, *, jobs: int = 1, n_boot: int = 2000
+) -> list[Path]:
+    """The study's figures and reports over its runs, as `genvdis study` writes them after
+    the runs: each results folder holding a run gets its figures (`genvdis plot`) and its
+    REPORT.md, analysis.csv and explorer page (`genvdis report`); then the cross-dataset
+    report (STUDY.md, study.csv, figures, study-explorer.html: docs/study.md) goes into
+    `out`, with the verdicts under a sweep's variants where a folder holds its
+    sensitivity.csv. Returns the files written."""
+    from genvdis.config.resultnames import SENSITIVITY
+    from genvdis.report.markdown import write_reports
+    from genvdis.report.plotting import plot_folders
+    from genvdis.report.study import write_study
+
+    folders = list(dict.fromkeys(result.path.parent for result in results))
+    written = list(plot_folders(folders, jobs=jobs))
+    written += [path for pair in write_reports(folders, jobs=jobs) for path in pair]
+    sweeps = [folder for folder in folders if (folder / SENSITIVITY).is_file()]
+    return written + list(write_study(folders, Path(out), sweeps=sweeps, n_boot=n_boot))
+
+
 def _study_config(entry: Any, splits: int | None, seed: int | None) -> ExperimentConfig:
     """A study's config, checked as `run` checks one: its file, the overrides, --out."""
     from genvdis.experiment import study

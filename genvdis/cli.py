@@ -338,13 +338,15 @@ def study(
     _load_engine()
     from genvdis import api
 
-    api.run_study(
+    done = api.run_study(
         paths or None, splits=splits, seed=seed, out=out, mirror=mirror,
         skip_invalid=skip_invalid, jobs=jobs, backend=backend, scheduler=scheduler,
         progress=_start_run(quiet), force=force, wait=wait, allow_imports=allow_import or (),
     )  # fmt: skip
-    # After every config is done, the study report is written here: the cross-dataset
-    # analysis of issue 32 (STUDY.md, study.csv, figures) over the runs just made.
+    _headless()
+    # the built-in study's report sits beside its own datasets' runs, apart from the panels'
+    for path in api.report_study(done, out if paths else out / "study", jobs=jobs):
+        typer.echo(str(path))
 
 
 @app.command()

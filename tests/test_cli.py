@@ -507,3 +507,24 @@ def test_study_runs_a_folder_and_says_what_it_wrote(work, tiny):
         assert (out / name / "manifest.json").is_file()
     again = invoke("study", str(folder), "--out", str(out), "--splits", "2")
     assert "toy: up to date" in again.stderr and "wrote" not in again.stderr
+
+
+def test_study_ends_with_its_cross_dataset_report_over_every_run(work, tiny):
+    """After the runs: each run's figure, the folder's REPORT and analysis, and the study's own
+    files, one study.csv row per config, the same bytes when the study is asked again."""
+    out, folder = work / "results", work / "configs"
+    folder.mkdir()
+    shutil.copyfile(work / "toy.csv", folder / "toy.csv")
+    write(folder, tiny, "one.yaml")
+    write(folder, tiny.replace("name: toy", "name: two"), "two.yaml")
+    result = invoke("study", str(folder), "--out", str(out), "--splits", "3")
+    assert result.exit_code == 0, result.output
+    for name in ("toy/toy.png", "REPORT.md", "STUDY.md", "study-explorer.html"):
+        assert str(out / name) in result.stdout, name
+    assert (out / "analysis.csv").is_file()
+    study = pd.read_csv(out / "study.csv")
+    assert sorted(study["name"]) == ["toy", "two"]
+    first = (out / "study.csv").read_bytes(), (out / "STUDY.md").read_bytes()
+    again = invoke("study", str(folder), "--out", str(out), "--splits", "3")
+    assert again.exit_code == 0, again.output
+    assert ((out / "study.csv").read_bytes(), (out / "STUDY.md").read_bytes()) == first
