@@ -282,11 +282,12 @@ def _model_styles(panels: list[dict]) -> list[dict[str, str]]:
 # --------------------------------------------------------------------------- the page
 
 
-def _asset(name: str) -> str:
+def asset(name: str) -> str:
+    """A page file shipped beside this module (html, css, js), as text."""
     return resources.files("genvdis.report").joinpath(name).read_text(encoding="utf-8")
 
 
-def _script_safe(text: str) -> str:
+def script_safe(text: str) -> str:
     """Inline text that cannot close its <script> or <style> element early."""
     return text.replace("</", "<\\/")
 
@@ -294,10 +295,10 @@ def _script_safe(text: str) -> str:
 def build_page(data: dict[str, Any]) -> str:
     """The whole page: CSS, data (JSON) and script inline."""
     payload = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return _asset("explorer.html").format(
-        css=_asset("explorer.css"),
-        data=_script_safe(payload),
-        script=_script_safe(_asset("explorer.js")),
+    return asset("explorer.html").format(
+        css=asset("explorer.css"),
+        data=script_safe(payload),
+        script=script_safe(asset("explorer.js")),
         panels=len(data["panels"]),
     )
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from genvdis.analysis import study as st
 from genvdis.config import resultnames
 from genvdis.report import markdown
 from genvdis.report._format import Block, fmt, fmt_ci, fmt_int, is_missing
+from genvdis.report.explorer import asset, script_safe
 from genvdis.report.plotting import save_figure
 from genvdis.report.styles import STYLES, TABLEAU
 from genvdis.store import results
@@ -436,15 +436,6 @@ def _num(x: Any) -> float | None:
     return None if not st.finite(x) else float(f"{float(x):.6g}")
 
 
-def _asset(name: str) -> str:
-    return resources.files("genvdis.report").joinpath(name).read_text(encoding="utf-8")
-
-
-def _script_safe(text: str) -> str:
-    """Inline text that cannot close its <script> or <style> element early."""
-    return text.replace("</", "<\\/")
-
-
 def _curve(summary: pd.DataFrame, model: Any) -> dict[str, Any] | None:
     c = summary[summary["model"] == model]
     if c.empty:
@@ -492,9 +483,9 @@ def page_data(table: pd.DataFrame, study_runs: Sequence[st.StudyRun], num: Numbe
 def build_page(data: dict[str, Any]) -> str:
     """The whole page: CSS, data (JSON) and script inline, as the panels' explorer is."""
     payload = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return _asset("study-explorer.html").format(
-        css=_asset("study-explorer.css"),
-        data=_script_safe(payload),
-        script=_script_safe(_asset("study-explorer.js")),
+    return asset("study-explorer.html").format(
+        css=asset("study-explorer.css"),
+        data=script_safe(payload),
+        script=script_safe(asset("study-explorer.js")),
         datasets=len(data["datasets"]),
     )
