@@ -101,6 +101,14 @@ def test_the_wheel_ships_every_config_and_the_command(dist):
         assert archive.read("genvdis/data/registry.txt") == registry.read_bytes()
         for path in [*EXAMPLES, TOY]:  # the worked examples, and the one table they read
             assert archive.read(f"genvdis/configs/examples/{path.name}") == path.read_bytes()
+        # the built-in study (`genvdis study` with no path) and the OpenML suite file
+        for path in sorted([*REPO.glob("configs/study/*.yaml"), *REPO.glob("configs/suites/*")]):
+            named = f"genvdis/configs/{path.parent.name}/{path.name}"
+            assert archive.read(named) == path.read_bytes(), named
+        assert len([n for n in archive.namelist() if "/configs/study/" in n]) == 46
+        for page in ("explorer", "study-explorer"):  # the explorers' pages
+            for ext in ("html", "css", "js"):
+                assert f"genvdis/report/{page}.{ext}" in archive.namelist()
         assert not [n for n in archive.namelist() if n.endswith("make_toy_data.py")]
 
 
