@@ -14,7 +14,9 @@ seconds, the minimum of `--repeat` interleaved repeats:
     charged for it),
     hopsy's `TruncatedGaussianProposal`, a Gibbs sampler for N(0, I) cut to the version cone
     {A z > 0} (the law genvdis samples, docs/separable.md), started at genvdis's start point,
-    run for as many steps as give genvdis's effective sample size: 30 * tau_hopsy / tau_genvdis;
+    run for as many steps as give the effective sample size genvdis's chain had on that set:
+    n * tau_hopsy / tau_genvdis, n the trajectories that chain ran (its own count, 15-30 under
+    `mcmc_iterations: auto`, read from the engine's untimed run of the same blocks);
 (c) the plain loop: `LogisticRegression()` (scikit-learn's default solver and penalty: what a
     user writes; it samples nothing) and naive Bayes.
 It prints the ratios (b)/(a) and (c)/(a). The integrated autocorrelation times are measured
@@ -42,6 +44,7 @@ from pathlib import Path
 
 import hopsy
 import numpy as np
+import pandas as pd
 from sampler_mixing import newton_starts
 from scipy.stats import ks_2samp
 from sklearn.linear_model import LogisticRegression as SkLogistic
@@ -196,6 +199,22 @@ def prepare_grid(setup, splits: int) -> dict:
     return grid
 
 
+def engine_trajectories(setup, grid: dict) -> dict[int, np.ndarray]:
+    """Per m, the trajectories genvdis's chain ran on each split's training set (0 where it
+    sampled none), from the engine's run of the same blocks (untimed, as the separability
+    decision is): each chain stops on its own, so each set gets its own count."""
+    out = {}
+    for m, (train, _, separable, _) in grid.items():
+        plan = plan_tasks([m], len(train), None, setup.encoded.width, len(setup.encoded.y))
+        frames = [run_block(setup.encoded, setup.models, m, b, setup.protocol) for _, b in plan]
+        rows = pd.concat(frames)
+        rows = rows[rows["model"] == "logistic_regression"].sort_values("split")
+        if not np.array_equal(rows["separable"].to_numpy(), separable):
+            raise SystemExit(f"m = {m}: the engine's separable sets are not the loop's")
+        out[m] = rows["trajectories"].to_numpy()
+    return out
+
+
 def engine_seconds(setup, splits: int) -> float:
     began = time.process_time()
     for m in setup.config.size_grid:
@@ -222,8 +241,8 @@ def loop_seconds(
     setup, grid: dict, steps: dict | None, sampled: int | None = None
 ) -> dict[str, float]:
     """One fit per split. steps None: the plain loop (default LogisticRegression, no sampling);
-    otherwise the same-work loop, with hopsy for steps[m] steps on each separable set (on the
-    first `sampled` separable sets per m only, if given, its time scaled to all of them)."""
+    otherwise the same-work loop, with hopsy for steps[m][s] steps on split s's separable set
+    (on the first `sampled` separable sets per m only, if given, its time scaled to all)."""
     X, Z, y = setup.data.X, setup.encoded.reference, setup.encoded.y
     discrete = setup.data.layout.n_continuous == 0
     parts = {"logistic": 0.0, "naive Bayes": 0.0, "hopsy": 0.0}
@@ -251,7 +270,7 @@ def loop_seconds(
                 done += 1
                 A = hyperplanes.signed_rows(Z[tr], y[tr])
                 chain, rng = hopsy_chain(A, start[s], s)
-                z = hopsy.sample(chain, rng, n_samples=1, thinning=steps[m])[1][0, 0]
+                z = hopsy.sample(chain, rng, n_samples=1, thinning=int(steps[m][s]))[1][0, 0]
                 ((Z[te] @ z[:-1] + z[-1]) > 0).astype(int)
                 parts["hopsy"] += time.process_time() - ended
         if done:
@@ -279,9 +298,14 @@ def bench(path: str, splits: int, repeat: int, sampled: int | None) -> None:
         big = max(taus)
         p = agreement(setup, grid, big, taus[big][1])
         print(f"  KS, cosine to the start, genvdis vs hopsy at m = {big}: p = {p:.2f}", flush=True)
-    steps = {m: max(1, round(TRAJECTORIES * nearest(taus, m)[1] / nearest(taus, m)[0]))
-             for m in grid} if taus else {m: 1 for m in grid}  # fmt: skip
-    print(f"  hopsy steps per separable set: {steps}", flush=True)
+    ran = engine_trajectories(setup, grid)
+    steps = {}
+    for m, n in ran.items():  # hopsy's steps with the ESS of genvdis's n trajectories there
+        ratio = nearest(taus, m)[1] / nearest(taus, m)[0] if taus else 0.0
+        steps[m] = np.maximum(1, np.rint(n * ratio)).astype(np.int64)
+    shown = {m: f"{n[grid[m][2]].mean():.1f} -> {steps[m][grid[m][2]].mean():.0f}"
+             for m, n in ran.items() if grid[m][2].any()}  # fmt: skip
+    print(f"  genvdis trajectories -> hopsy steps, mean per separable set: {shown}", flush=True)
     first = setup.config.size_grid[0]  # warm-ups, untimed: numba's cache, scikit-learn's imports
     run_block(setup.encoded, setup.models, first, range(1), setup.protocol)
     one = {first: tuple(x[:1] for x in grid[first])}
