@@ -102,7 +102,8 @@ def test_study_config_runs_at_two_splits(path, mirror_env, tmp_path):
     between 0 and 1 at every m."""
     config = load_config(path)
     summary = run(config, splits=2, out=tmp_path).summary
-    assert sorted(summary["model"].unique()) == ["logistic_regression", "naive_bayes"]
+    # the paper's pair, and the majority-class baseline every run carries
+    assert sorted(summary["model"].unique()) == ["logistic_regression", "majority", "naive_bayes"]
     for _, curve in summary.groupby("model"):
         assert curve["m"].tolist() == config.size_grid
         assert curve["n_splits"].eq(2).all() and curve["mean"].between(0, 1).all()
