@@ -19,8 +19,8 @@ EXAMPLES := configs/examples/sonar-max-margin.yaml configs/examples/sonar-ridge.
 SWEEP := configs/sweeps/figure1.yaml
 SWEEP_SPLITS ?= 200
 
-.PHONY: install test test-fast lint format all panels examples theory plot report sweep study bench \
-	openml-cc18 clean
+.PHONY: install test test-fast lint format all panels examples theory plot report sweep study \
+	study-sweep bench openml-cc18 clean
 
 STAMP := $(VENV)/.installed
 
@@ -82,6 +82,13 @@ sweep: $(STAMP)
 # results/study/, all in one pool of workers (docs/usage.md); not part of `all`
 study: $(STAMP)
 	$(BIN)/genvdis study --splits $(SPLITS) --jobs $(JOBS)
+
+# the study's sweep (docs/study.md): the 46 study datasets under configs/sweeps/study.yaml's
+# variants (separable rule, split rule, coding), 200 splits per m, into results/study/; `make
+# study` after it reads it into STUDY.md's robustness table, beside the panels' `make sweep`
+study-sweep: $(STAMP)
+	$(BIN)/genvdis sweep $(wildcard configs/study/*.yaml) --variants configs/sweeps/study.yaml \
+		--splits $(SWEEP_SPLITS) --jobs $(JOBS) --out results/study
 
 # OpenML-CC18's 35 binary tasks, online (docs/datasets.md, "OpenML"): a config per dataset by
 # `genvdis init`'s rules, each dataset fetched once into the data folder, then the protocol on
