@@ -8,7 +8,6 @@ reading; genvdis.report.study writes and draws. docs/study.md says how to read e
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -329,11 +328,3 @@ def panels_against_rest(table: pd.DataFrame) -> dict[str, Any]:
 def _median(values: pd.Series) -> float | None:
     v = values.dropna().astype(float)
     return float(v.median()) if len(v) else None
-
-
-def finite(x: Any) -> bool:
-    """A number that is there (not None, NA or NaN)."""
-    try:
-        return x is not None and x is not pd.NA and math.isfinite(float(x))
-    except (TypeError, ValueError):
-        return False

@@ -44,15 +44,16 @@ DASHES = {"-": "", "--": "7 4", ":": "2 3", "-.": "7 3 2 3"}
 OTHER_COLOURS = ["tab:purple", "tab:brown", "tab:pink", "tab:olive", "tab:cyan", "tab:gray"]
 
 
-def _num(x: Any) -> float | None:
-    """A JSON number with 6 significant digits (deterministic and short), None for missing."""
+def json_number(x: Any) -> float | None:
+    """A JSON number with 6 significant digits (short, and the same bytes on every machine),
+    None for missing (None, NA, NaN, infinite): every number an explorer page inlines."""
     if x is None or x is pd.NA or not math.isfinite(float(x)):
         return None
     return float(f"{float(x):.6g}")
 
 
 def _nums(values) -> list[float | None]:
-    return [_num(x) for x in values]
+    return [json_number(x) for x in values]
 
 
 def _ints(values) -> list[int]:
@@ -187,11 +188,11 @@ def _verdict(row: dict[str, Any] | None) -> dict[str, Any]:
     if row is None:
         return dict(verdict=None, crossover=None)
     cross = None
-    if _num(row.get("m_cross_interp")) is not None:
+    if json_number(row.get("m_cross_interp")) is not None:
         cross = dict(
-            m=_num(row["m_cross_interp"]),
-            lo=_num(row.get("m_cross_ci_low")),
-            hi=_num(row.get("m_cross_ci_high")),
+            m=json_number(row["m_cross_interp"]),
+            lo=json_number(row.get("m_cross_ci_low")),
+            hi=json_number(row.get("m_cross_ci_high")),
         )
     verdict = an.shown_verdict(row["verdict"], row.get("gen_model"), row.get("disc_model"))
     return dict(verdict=verdict, crossover=cross)

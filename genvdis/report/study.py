@@ -25,7 +25,7 @@ from genvdis.analysis import study as st
 from genvdis.config import resultnames
 from genvdis.report import markdown
 from genvdis.report._format import Block, fmt, fmt_ci, fmt_int, is_missing
-from genvdis.report.explorer import asset, script_safe
+from genvdis.report.explorer import asset, json_number, script_safe
 from genvdis.report.plotting import save_figure
 from genvdis.report.styles import STYLES, TABLEAU
 from genvdis.store import results
@@ -430,17 +430,11 @@ def plot_crossovers(table: pd.DataFrame, fit: dict[str, Any], stem: Path) -> lis
 # --------------------------------------------------------------------------- the explorer page
 
 
-def _num(x: Any) -> float | None:
-    """A JSON number with 6 significant digits (short, and the same bytes on every machine),
-    None for missing."""
-    return None if not st.finite(x) else float(f"{float(x):.6g}")
-
-
 def _curve(summary: pd.DataFrame, model: Any) -> dict[str, Any] | None:
     c = summary[summary["model"] == model]
     if c.empty:
         return None
-    return dict(m=[int(x) for x in c["m"]], mean=[_num(x) for x in c["mean"]])
+    return dict(m=[int(x) for x in c["m"]], mean=[json_number(x) for x in c["mean"]])
 
 
 def page_data(table: pd.DataFrame, study_runs: Sequence[st.StudyRun], num: Numbers) -> dict:
@@ -461,8 +455,8 @@ def page_data(table: pd.DataFrame, study_runs: Sequence[st.StudyRun], num: Numbe
                 n=None if is_missing(r["n"]) else int(r["n"]),
                 d=None if is_missing(r["d"]) else int(r["d"]),
                 verdict=str(r["verdict"]), group=r["verdict_group"],
-                m_star=_num(cross.get(r["name"])),
-                m_lo=_num(r["m_cross_ci_low"]), m_hi=_num(r["m_cross_ci_high"]),
+                m_star=json_number(cross.get(r["name"])),
+                m_lo=json_number(r["m_cross_ci_low"]), m_hi=json_number(r["m_cross_ci_high"]),
                 curves={k: v for k, v in curves.items() if v is not None},
             )
         )  # fmt: skip
@@ -474,7 +468,7 @@ def page_data(table: pd.DataFrame, study_runs: Sequence[st.StudyRun], num: Numbe
         group_colours=[TABLEAU[GROUP_COLOURS[g]] for g in st.GROUPS],
         colours={k: TABLEAU[s["color"]] for k, s in lines.items()},
         fit={
-            k: _num(fit[k]) if k != "n" else fit[k]
+            k: json_number(fit[k]) if k != "n" else fit[k]
             for k in ("slope", "intercept", "ci_low", "ci_high", "n")
         },  # fmt: skip
     )
