@@ -22,7 +22,7 @@ from genvdis.analysis import runs, sensitivity
 from genvdis.errors import UserError
 from genvdis.store import runfiles
 
-MAJORITY = "majority"  # the baseline's model name in summary.csv
+MAJORITY = an.MAJORITY  # the baseline's model name in summary.csv
 NO_BETTER = "no better than the majority class"  # the verdict when neither model beats it
 OTHER = "other or undecided"
 # the verdict groups the report counts, in the order it shows them

@@ -34,6 +34,7 @@ from genvdis.experiment.planning import Plan, plan_tasks
 from genvdis.experiment.scoring import EncodedData, count_errors
 from genvdis.models import estimators, registry
 from genvdis.models.base import BatchFit, LinearModel
+from genvdis.models.majority import MODEL as MAJORITY_MODEL
 from genvdis.models.majority import Majority, majority_errors
 from genvdis.progress import Progress, silent
 from genvdis.store import lock as runlock
@@ -316,7 +317,7 @@ def prepare_run(
     return run, workers
 
 
-BASELINE = "majority"  # the model every run is read against (models/majority.py)
+BASELINE = MAJORITY_MODEL.name  # the model every run is read against (models/majority.py)
 
 
 def with_baseline(models: list, data: PreparedData, resolved: dict) -> list:
