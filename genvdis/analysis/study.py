@@ -19,6 +19,7 @@ from scipy import stats
 
 from genvdis.analysis import differences as an
 from genvdis.analysis import runs, sensitivity
+from genvdis.data import uci
 from genvdis.errors import UserError
 from genvdis.store import runfiles
 
@@ -106,6 +107,14 @@ def n_parameters(features: Any, encoding: Any = "drop_first") -> int | None:
     return int(features.get("continuous") or 0) + sum(max(k - dropped, 0) for k in levels)
 
 
+def original_classes(dataset: Any) -> int | None:
+    """K: the classes in a registered dataset's label column, before the config made the target
+    binary (the registry's count); None for any other source (a file, OpenML, scikit-learn's
+    bundled sets), whose run files record only the two classes the models saw."""
+    info = uci.REGISTRY.get(dataset) if isinstance(dataset, str) else None
+    return info.classes if info else None
+
+
 def verdict_group(verdict: Any) -> str:
     """The report's group of a verdict: the four named ones, else OTHER (mixed, not
     distinguishable, no pair)."""
@@ -132,7 +141,7 @@ def dataset_row(run: StudyRun) -> dict[str, Any]:
         figure1_panel=None if pd.isna(panel) else int(panel),
         is_figure1=not pd.isna(panel),
         n=None if pd.isna(row.get("n_rows")) else int(row["n_rows"]),
-        K=len(counts) or None,
+        K=original_classes(cfg.get("dataset")),
         d=n_parameters(cfg.get("features"), prep.get("encoding", "drop_first")),
         m_min=row.get("m_min"),
         m_max=row.get("m_max"),

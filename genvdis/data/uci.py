@@ -46,6 +46,9 @@ class DatasetInfo:
     parser: Callable[[list[Path]], pd.DataFrame]
     attributes: dict[str, str]
     target: str
+    # the label column's distinct values in the registered files, before a config makes the
+    # target binary (study.csv's K); None for a numeric target a threshold splits (housing)
+    classes: int | None
     docs: tuple[RemoteFile, ...] = ()
     licence: str = UCI_LICENCE
 
@@ -460,13 +463,16 @@ def _registered(
     parser: Callable[[list[Path]], pd.DataFrame],
     attributes: dict[str, str],
     target: str,
+    classes: int | None,
 ) -> DatasetInfo:
     """A dataset whose files are its lines in registry.txt."""
     files = _FILES.get(name, {}).get("data")
     if not files:
         raise LookupError(f"{REGISTRY_FILE} lists no data file for the dataset '{name}'")
     docs = _FILES[name]["docs"]
-    return DatasetInfo(name, description, tuple(files), parser, attributes, target, tuple(docs))
+    return DatasetInfo(
+        name, description, tuple(files), parser, attributes, target, classes, tuple(docs)
+    )
 
 
 REGISTRY: dict[str, DatasetInfo] = {
@@ -475,109 +481,133 @@ REGISTRY: dict[str, DatasetInfo] = {
         _registered(
             "pima", "Pima Indians diabetes (onset within 5 years)",
             _csv_parser([*PIMA_ATTRIBUTES, "class"]), _kinds(PIMA_ATTRIBUTES), "class",
+            classes=2,
         ),
         _registered(
             "adult", "Adult census income (> $50K), adult.data + adult.test", _parse_adult,
             _kinds(ADULT_CONTINUOUS, ADULT_DISCRETE), "income",
+            classes=2,
         ),
         _registered(
             "housing", "Boston housing (median value MEDV)",
             _parse_whitespace([*HOUSING_ATTRIBUTES, "MEDV"]), _kinds(HOUSING_ATTRIBUTES), "MEDV",
+            classes=None,
         ),
         _registered(
             "optdigits", "Optical recognition of handwritten digits, 8x8 counts, .tra + .tes",
             _csv_parser([*OPTDIGITS_ATTRIBUTES, "digit"]), _kinds(OPTDIGITS_ATTRIBUTES), "digit",
+            classes=10,
         ),
         _registered(
             "ionosphere", "Johns Hopkins ionosphere radar returns (good/bad)",
             _csv_parser([*IONOSPHERE_ATTRIBUTES, "class"]), _kinds(IONOSPHERE_ATTRIBUTES),
             "class",
+            classes=2,
         ),
         _registered(
             "liver", "BUPA liver disorders; the 7th field (selector) is the class",
             _csv_parser([*LIVER_ATTRIBUTES, "selector"]), _kinds(LIVER_ATTRIBUTES), "selector",
+            classes=2,
         ),
         _registered(
             "sonar", "Connectionist bench sonar, mines vs. rocks",
             _csv_parser([*SONAR_ATTRIBUTES, "class"]), _kinds(SONAR_ATTRIBUTES), "class",
+            classes=2,
         ),
         _registered(
             "promoters", "E. coli promoter gene sequences, 57 nucleotide positions",
             _parse_promoters, _kinds(discrete=PROMOTER_POSITIONS), "class",
+            classes=2,
         ),
         _registered(
             "lymphography", "Lymphography (Ljubljana), 4 classes",
             _csv_parser(["class", *LYMPH_ATTRIBUTES]), _kinds(discrete=LYMPH_ATTRIBUTES), "class",
+            classes=4,
         ),
         _registered(
             "breast-cancer", "Breast cancer recurrence (Ljubljana)",
             _csv_parser(["class", *BREAST_ATTRIBUTES]), _kinds(discrete=BREAST_ATTRIBUTES),
             "class",
+            classes=2,
         ),
         _registered(
             "lenses", "Contact lenses: hard, soft or none", _parse_lenses,
             _kinds(discrete=LENSES_ATTRIBUTES), "class",
+            classes=3,
         ),
         _registered(
             "sick", "Thyroid disease: sick vs. negative, sick.data + sick.test", _parse_sick,
             _kinds(SICK_CONTINUOUS, [c for c in SICK_COLUMNS[:-1] if c not in SICK_CONTINUOUS]),
             "class",
+            classes=2,
         ),
         _registered(
             "voting", "1984 US Congressional voting records (party)",
             _csv_parser(["party", *VOTES]), _kinds(discrete=VOTES), "party",
+            classes=2,
         ),
         # --- study datasets, part 1 ---
         _registered(
             "iris", "Fisher's iris plants, 3 species",
             _csv_parser([*IRIS_ATTRIBUTES, "class"]), _kinds(IRIS_ATTRIBUTES), "class",
+            classes=3,
         ),
         _registered(
             "wine", "Wine recognition: 3 cultivars from a chemical analysis",
             _csv_parser(["class", *WINE_ATTRIBUTES]), _kinds(WINE_ATTRIBUTES), "class",
+            classes=3,
         ),
         _registered(
             "glass", "Glass identification, 6 types (Id number not an attribute)",
             _csv_parser(["id", *GLASS_ATTRIBUTES, "type"]), _kinds(GLASS_ATTRIBUTES), "type",
+            classes=6,
         ),
         _registered(
             "ecoli", "E. coli protein localization sites, 8 classes",
             _parse_whitespace(ECOLI_COLUMNS), _kinds(ECOLI_CONTINUOUS, ECOLI_DISCRETE), "class",
+            classes=8,
         ),
         _registered(
             "yeast", "Yeast protein localization sites, 10 classes",
             _parse_whitespace(YEAST_COLUMNS), _kinds(YEAST_CONTINUOUS, ["erl"]), "class",
+            classes=10,
         ),
         _registered(
             "heart-cleveland", "Heart disease, Cleveland Clinic (processed, 14 attributes)",
             _csv_parser([*HEART_COLUMNS, "num"]), _kinds(HEART_CONTINUOUS, HEART_DISCRETE),
             "num",
+            classes=5,
         ),
         _registered(
             "heart-hungarian", "Heart disease, Hungarian Institute of Cardiology (processed)",
             _csv_parser([*HEART_COLUMNS, "num"]), _kinds(HEART_CONTINUOUS, HEART_DISCRETE),
             "num",
+            classes=2,
         ),
         _registered(
             "statlog-heart", "Statlog heart disease: absence (1) or presence (2)",
             _parse_whitespace([*HEART_COLUMNS, "class"]),
             _kinds(HEART_CONTINUOUS, HEART_DISCRETE), "class",
+            classes=2,
         ),
         _registered(
             "australian", "Statlog Australian credit approval (anonymized attributes)",
             _parse_whitespace([f"A{i}" for i in range(1, 16)]),
             _kinds(AUSTRALIAN_CONTINUOUS, AUSTRALIAN_DISCRETE), "A15",
+            classes=2,
         ),
         _registered(
             "german", "Statlog German credit: good (1) or bad (2), categorical original",
             _parse_whitespace([*GERMAN_COLUMNS, "class"]),
             _kinds(GERMAN_CONTINUOUS, [c for c in GERMAN_COLUMNS if c not in GERMAN_CONTINUOUS]),
             "class",
+            classes=2,
         ),
         _registered(
             "credit-screening", "Japanese credit screening (crx), anonymized attributes",
             _csv_parser([f"A{i}" for i in range(1, 17)]), _kinds(CRX_CONTINUOUS, CRX_DISCRETE),
             "A16",
+            classes=2,
         ),
         _registered(
             "hepatitis", "Hepatitis: die or live",
@@ -585,48 +615,58 @@ REGISTRY: dict[str, DatasetInfo] = {
             _kinds(HEPATITIS_CONTINUOUS,
                    [c for c in HEPATITIS_COLUMNS[1:] if c not in HEPATITIS_CONTINUOUS]),
             "class",
+            classes=2,
         ),
         _registered(
             "horse-colic", "Horse colic: was the lesion surgical? .data + .test",
             _parse_whitespace_missing(HORSE_COLUMNS), _kinds(HORSE_CONTINUOUS, HORSE_DISCRETE),
             "surgical-lesion",
+            classes=2,
         ),
         _registered(
             "mushroom", "Mushrooms (Agaricus and Lepiota): edible or poisonous",
             _csv_parser(["class", *MUSHROOM_ATTRIBUTES]), _kinds(discrete=MUSHROOM_ATTRIBUTES),
             "class",
+            classes=2,
         ),
         _registered(
             "kr-vs-kp", "Chess endgame king+rook vs. king+pawn on a7: can white win?",
             _csv_parser([*KRKP_ATTRIBUTES, "class"]), _kinds(discrete=KRKP_ATTRIBUTES), "class",
+            classes=2,
         ),
         _registered(
             "tic-tac-toe", "Tic-tac-toe endgame boards: does x win?",
             _csv_parser([*TICTACTOE_ATTRIBUTES, "class"]), _kinds(discrete=TICTACTOE_ATTRIBUTES),
             "class",
+            classes=2,
         ),
         _registered(
             "car", "Car evaluation, 4 acceptability classes",
             _csv_parser([*CAR_ATTRIBUTES, "class"]), _kinds(discrete=CAR_ATTRIBUTES), "class",
+            classes=4,
         ),
         _registered(
             "nursery", "Nursery school applications, 5 classes",
             _csv_parser([*NURSERY_ATTRIBUTES, "class"]), _kinds(discrete=NURSERY_ATTRIBUTES),
             "class",
+            classes=5,
         ),
         _registered(
             "balance-scale", "Balance scale: tips left, right or balanced",
             _csv_parser(["class", *BALANCE_ATTRIBUTES]), _kinds(BALANCE_ATTRIBUTES), "class",
+            classes=3,
         ),
         _registered(
             "wdbc", "Wisconsin diagnostic breast cancer: malignant or benign (ID not used)",
             _csv_parser(["id", "diagnosis", *WDBC_ATTRIBUTES]), _kinds(WDBC_ATTRIBUTES),
             "diagnosis",
+            classes=2,
         ),
         _registered(
             "breast-cancer-wisconsin", "Wisconsin breast cancer (original): benign 2 or "
             "malignant 4 (sample code not used)",
             _csv_parser(["id", *BCW_ATTRIBUTES, "class"]), _kinds(BCW_ATTRIBUTES), "class",
+            classes=2,
         ),
 
 
@@ -635,119 +675,144 @@ REGISTRY: dict[str, DatasetInfo] = {
         _registered(
             "spambase", "Spambase: e-mail spam (1) or not (0), 57 word/character statistics",
             _csv_parser([*SPAMBASE_ATTRIBUTES, "spam"]), _kinds(SPAMBASE_ATTRIBUTES), "spam",
+            classes=2,
         ),
         _registered(
             "haberman", "Haberman's survival after breast cancer surgery (2: died within 5 years)",
             _csv_parser([*HABERMAN_ATTRIBUTES, "survival"]), _kinds(HABERMAN_ATTRIBUTES),
             "survival",
+            classes=2,
         ),
         _registered(
             "blood-transfusion", "Blood transfusion service center: donated in March 2007 (1)",
             _csv_parser([*TRANSFUSION_ATTRIBUTES, "donated"], skiprows=1),
             _kinds(TRANSFUSION_ATTRIBUTES), "donated",
+            classes=2,
         ),
         _registered(
             "banknote", "Banknote authentication, 4 wavelet statistics of an image (class 0/1)",
             _csv_parser([*BANKNOTE_ATTRIBUTES, "class"]), _kinds(BANKNOTE_ATTRIBUTES), "class",
+            classes=2,
         ),
         _registered(
             "magic", "MAGIC gamma telescope: gamma (g, signal) or hadron (h, background)",
             _csv_parser([*MAGIC_ATTRIBUTES, "class"]), _kinds(MAGIC_ATTRIBUTES), "class",
+            classes=2,
         ),
         _registered(
             "letter-recognition", "Letter recognition: 26 capital letters, 16 integer features",
             _csv_parser(["letter", *LETTER_ATTRIBUTES]), _kinds(LETTER_ATTRIBUTES), "letter",
+            classes=26,
         ),
         _registered(
             "vehicle", "Statlog vehicle silhouettes (opel, saab, bus, van), xaa..xai.dat stacked",
             _parse_whitespace([*VEHICLE_ATTRIBUTES, "class"]), _kinds(VEHICLE_ATTRIBUTES),
             "class",
+            classes=4,
         ),
         _registered(
             "segment", "Statlog image segmentation, 7 classes (1..7: brickface ... grass)",
             _parse_whitespace([*SEGMENT_ATTRIBUTES, "class"]), _kinds(SEGMENT_ATTRIBUTES),
             "class",
+            classes=7,
         ),
         _registered(
             "satimage", "Statlog Landsat satellite image, 6 soil classes, sat.trn + sat.tst",
             _parse_whitespace([*SATIMAGE_ATTRIBUTES, "class"]), _kinds(SATIMAGE_ATTRIBUTES),
             "class",
+            classes=6,
         ),
         _registered(
             "spectf", "SPECTF heart: cardiac SPECT image features (1: abnormal); SPECTF.test only",
             _csv_parser(["diagnosis", *SPECTF_ATTRIBUTES]), _kinds(SPECTF_ATTRIBUTES),
             "diagnosis",
+            classes=2,
         ),
         _registered(
             "monks-1", "MONK's problem 1: monks-1.test, all 432 attribute combinations",
             _ids_dropped(_parse_whitespace(["class", *MONKS_ATTRIBUTES, "id"]), "id"),
             _kinds(discrete=MONKS_ATTRIBUTES), "class",
+            classes=2,
         ),
         _registered(
             "monks-2", "MONK's problem 2: monks-2.test, all 432 attribute combinations",
             _ids_dropped(_parse_whitespace(["class", *MONKS_ATTRIBUTES, "id"]), "id"),
             _kinds(discrete=MONKS_ATTRIBUTES), "class",
+            classes=2,
         ),
         _registered(
             "monks-3", "MONK's problem 3: monks-3.test, all 432 attribute combinations",
             _ids_dropped(_parse_whitespace(["class", *MONKS_ATTRIBUTES, "id"]), "id"),
             _kinds(discrete=MONKS_ATTRIBUTES), "class",
+            classes=2,
         ),
         _registered(
             "zoo", "Zoo: 7 animal types (1: mammal), 15 boolean attributes and legs",
             _ids_dropped(_csv_parser(["animal", *ZOO_ATTRIBUTES, "type"]), "animal"),
             _kinds(discrete=ZOO_ATTRIBUTES), "type",
+            classes=7,
         ),
         _registered(
             "parkinsons", "Oxford Parkinson's disease detection from voice (status 1: disease)",
             _ids_dropped(_csv_parser(PARKINSONS_COLUMNS, skiprows=1), "name"),
             _kinds(PARKINSONS_ATTRIBUTES), "status",
+            classes=2,
         ),
         _registered(
             "seeds", "Seeds: wheat kernels, 3 varieties (1 Kama, 2 Rosa, 3 Canadian)",
             _parse_whitespace([*SEEDS_ATTRIBUTES, "variety"]), _kinds(SEEDS_ATTRIBUTES),
             "variety",
+            classes=3,
         ),
         _registered(
             "dermatology", "Dermatology: 6 erythemato-squamous diseases (1: psoriasis)",
             _csv_parser([*DERMATOLOGY_DISCRETE, "age", "class"]),
             _kinds(["age"], DERMATOLOGY_DISCRETE), "class",
+            classes=6,
         ),
         _registered(
             "hayes-roth", "Hayes-Roth: 3 classes of people, 4 nominal attributes (.data only)",
             _ids_dropped(_csv_parser(["name", *HAYES_ROTH_ATTRIBUTES, "class"]), "name"),
             _kinds(discrete=HAYES_ROTH_ATTRIBUTES), "class",
+            classes=3,
         ),
         _registered(
             "abalone", "Abalone: age (rings) from physical measurements",
             _csv_parser(["sex", *ABALONE_CONTINUOUS, "rings"]),
             _kinds(ABALONE_CONTINUOUS, ["sex"]), "rings",
+            classes=28,
         ),
         _registered(
             "pendigits", "Pen-based handwritten digits, 8 (x, y) points, .tra + .tes",
             _csv_parser([*PENDIGITS_ATTRIBUTES, "digit"]), _kinds(PENDIGITS_ATTRIBUTES), "digit",
+            classes=10,
         ),
         _registered(
             "cmc", "Contraceptive method choice (1 no use, 2 long-term, 3 short-term)",
             _csv_parser(CMC_COLUMNS), _kinds(CMC_CONTINUOUS, CMC_DISCRETE), "method",
+            classes=3,
         ),
         _registered(
             "tae", "Teaching assistant evaluation: score 1 low, 2 medium, 3 high",
             _csv_parser(TAE_COLUMNS), _kinds(["class-size"], TAE_DISCRETE), "score",
+            classes=3,
         ),
         _registered(
             "flags", "Flags of 194 countries: religion (0..7) from the flag and the country",
             _ids_dropped(_csv_parser(FLAGS_COLUMNS), "name"),
             _kinds(FLAGS_CONTINUOUS, FLAGS_DISCRETE), "religion",
+            classes=8,
         ),
         _registered(
             "post-operative", "Post-operative patients: where to send them (A, S or I)",
             _csv_parser(POSTOP_COLUMNS), _kinds(["COMFORT"], POSTOP_DISCRETE), "ADM-DECS",
+            classes=3,
         ),
         _registered(
             "arrhythmia", "Cardiac arrhythmia: 16 classes (1: normal), 279 ECG attributes",
             _csv_parser(ARRHYTHMIA_COLUMNS),
             _kinds(ARRHYTHMIA_CONTINUOUS, ARRHYTHMIA_DISCRETE), "class",
+            classes=13,
         ),
 
 

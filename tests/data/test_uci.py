@@ -154,6 +154,15 @@ def test_class_counts_match_names_file(name, mirror_env):
     assert labels.value_counts().to_dict() == CLASS_COUNTS[name]
 
 
+def test_registered_classes_are_the_names_files():
+    """The registry's class count (study.csv's K) is the number of classes typed in above
+    from the .names files; housing's target is a number, split by a threshold: none."""
+    assert {name: REGISTRY[name].classes for name in CLASS_COUNTS} == {
+        name: len(counts) for name, counts in CLASS_COUNTS.items()
+    }
+    assert REGISTRY["housing"].classes is None
+
+
 def test_housing_median_value_is_numeric_and_complete(mirror_env):
     """housing has no classes: its MEDV column must be 506 numbers (no '?', none lost)."""
     medv = pd.to_numeric(_load("housing").frame["MEDV"], errors="raise")

@@ -81,6 +81,13 @@ def test_every_study_dataset_is_registered():
     assert set(STUDY) <= set(REGISTRY)
 
 
+def test_registered_classes_are_the_studys():
+    """The registry's class count (study.csv's K) is the one counted here in the files."""
+    assert {name: REGISTRY[name].classes for name in STUDY} == {
+        name: classes for name, (_, classes, *_) in STUDY.items()
+    }
+
+
 @pytest.mark.parametrize("name", sorted(STUDY))
 def test_study_dataset_has_the_manifests_rows_and_its_registered_classes(name, mirror_env):
     rows, classes, continuous, discrete = STUDY[name]
