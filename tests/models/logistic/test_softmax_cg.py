@@ -75,12 +75,14 @@ def _spd_blocks(S: int, m: int, d: int, seed: int) -> np.ndarray:
 
 
 @pytest.mark.parametrize(
-    ("S", "m", "d"), [(5, 500, 65), (6, 20, 65), (3, 5, 7), (2, 200, 33), (2, 3, 1)]
+    ("S", "m", "d"),
+    [(5, 500, 65), (6, 20, 65), (3, 5, 7), (2, 200, 33), (2, 3, 1), (2, 40, 2), (3, 40, 4)],
 )
 def test_spd_inverses_are_the_portable_ones_bits(S: int, m: int, d: int) -> None:
     """`_kernels.spd_inverses` skips only work whose result the portable one discards or
-    whose terms are exact zeros: the same inverse, bit for bit, over- and under-determined
-    blocks alike (the latter definite only by the ridge)."""
+    whose terms are exact zeros, and pairs columns (odd and even d): the same inverse, bit
+    for bit, over- and under-determined blocks alike (the latter definite only by the
+    ridge)."""
     block = _spd_blocks(S, m, d, seed=S + m + d)
     expected, ok = portable.spd_inverses(block)
     got, got_ok = spd_inverses(block)
