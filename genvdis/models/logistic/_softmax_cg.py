@@ -33,8 +33,11 @@ def _hessian_times(
 
 
 def _each_problem(penalty: np.ndarray, S: int) -> np.ndarray:
-    """The ridge as one row per problem (S, d), contiguous, from a shared one (d,) or (S, d)."""
-    return np.ascontiguousarray(np.broadcast_to(penalty, (S, penalty.shape[-1])))
+    """The ridge as one row per problem (S, d), contiguous and writable (one compiled
+    signature), from a shared one (d,) or (S, d)."""
+    if penalty.ndim == 2:
+        return np.ascontiguousarray(penalty)
+    return np.tile(penalty, (S, 1))
 
 
 def _preconditioner(X: np.ndarray, P: np.ndarray, penalty: np.ndarray) -> np.ndarray:
@@ -107,7 +110,7 @@ class _Conjugate:
     def iterate(self, live: np.ndarray) -> np.ndarray:
         """One CG iteration of every packed problem (the finished ones' steps unchanged):
         which are still live."""
-        Hd = softmax_hessian_times(self.XT, self.X, self.PT, self.penalty, self.direction)
+        Hd = _hessian_times(self.XT, self.X, self.PT, self.penalty, self.direction)
         curve = _dot(self.direction, Hd)
         live = live & (curve > 0)
         alpha = np.where(live, self.rz / np.where(live, curve, 1.0), 0.0)[:, None, None]
