@@ -8,8 +8,8 @@ CONFIGS := $(filter-out configs/theory-%.yaml,$(wildcard configs/*.yaml))
 THEORY := $(wildcard configs/theory-*.yaml)
 # the examples whose results are committed (results/examples/): other rules for separable sets,
 # a third model, scikit-learn estimators, scikit-learn's bundled breast cancer data, and ten
-# classes (optdigits: a 585-unknown multinomial ridge fit per split, by Newton-CG: about a
-# minute of `make all` with 2 workers, docs/scaling.md)
+# classes (optdigits: a 585-unknown multinomial ridge fit per split, by Newton-CG with a
+# group's splits in one batch: about 90 CPU s of `make all` with 2 workers, docs/scaling.md)
 EXAMPLES := configs/examples/sonar-max-margin.yaml configs/examples/sonar-ridge.yaml \
 	configs/examples/ionosphere-three-models.yaml configs/examples/gnb-vs-svm.yaml \
 	configs/examples/breast-cancer-wisconsin.yaml configs/examples/optdigits-10class.yaml

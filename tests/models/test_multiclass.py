@@ -307,6 +307,20 @@ def test_conjugate_gradient_fit_does_not_depend_on_the_batch():
         np.testing.assert_array_equal(alone[0], together[s])
 
 
+@pytest.mark.parametrize("solver", [cg_step, softmax.exact_step])
+def test_each_problems_own_ridge_is_its_fit_alone(solver):
+    """Ridge strengths per split (S, d - 1), as `_ridge_first` passes every split's own: each
+    split's fit is bit for bit its fit alone with its strength, also where the problems stop
+    at different iterations (strengths from weak to strong, some features badly scaled)."""
+    X, y = _ridge_problems(7, 6, 40)
+    X[::3, :, :-1] *= 10
+    strength = np.random.default_rng(7).uniform(1e-3, 30, (6, 5))
+    together = newton_softmax(X, y, 4, strength, solver=solver)[0]
+    for s in range(6):
+        alone = newton_softmax(X[s : s + 1], y[s : s + 1], 4, strength[s], solver=solver)[0]
+        np.testing.assert_array_equal(alone[0], together[s])
+
+
 def test_conjugate_gradient_packs_finished_problems_without_changing_a_step(monkeypatch):
     """Problems that need few CG iterations beside ones that need many: the finished ones are
     packed out (fewer problems iterate) and every step is bit for bit the one computed alone,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from genvdis._runtime import portable
-from genvdis.models.logistic._kernels import softmax_hessian_times
+from genvdis.models.logistic._kernels import softmax_hessian_times, spd_inverses, weighted_grams
 
 # CG's relative residual never asked below this: a step's error is then ~1e-6 of a step that
 # is already tiny (the fit's quadratic term dominates), and the last steps stop ~20% sooner
@@ -28,24 +28,33 @@ def _hessian_times(
     (`logistic_kernels.softmax_hessian_times`): its two products are fixed-order sums, not
     BLAS's, whose order is the CPU's (issue 30 §7), and the weighting between them stays in
     cache (1.15-1.3x numpy's passes between the products on the ten-digit example,
-    `bench_newton_floor.py`; the same bits)."""
-    return softmax_hessian_times(XT, X, PT, penalty, v)
+    `bench_newton_floor.py`; the same bits). penalty: one (d,) or each problem's (S, d)."""
+    return softmax_hessian_times(XT, X, PT, _each_problem(penalty, len(v)), v)
+
+
+def _each_problem(penalty: np.ndarray, S: int) -> np.ndarray:
+    """The ridge as one row per problem (S, d), contiguous and writable (one compiled
+    signature), from a shared one (d,) or (S, d)."""
+    if penalty.ndim == 2:
+        return np.ascontiguousarray(penalty)
+    return np.tile(penalty, (S, 1))
 
 
 def _preconditioner(X: np.ndarray, P: np.ndarray, penalty: np.ndarray) -> np.ndarray:
-    """The inverse (S, d, d) of X^T diag(w) X + ridge, w_i the mean over the free classes of
-    p_ic (1 - p_ic): H's diagonal blocks averaged into one, shared by the classes. (Measured
-    on optdigits: 1.4 to 4 times as fast as the K - 1 blocks themselves, whose forming and
-    inverting cost more than the extra CG iterations save; a Kronecker factor for the classes'
-    coupling, A (x) that block, saved no iterations.)"""
+    """The inverse (S, d, d) of X^T diag(w) X + ridge (d,) or (S, d), w_i the mean over the
+    free classes of p_ic (1 - p_ic): H's diagonal blocks averaged into one, shared by the
+    classes. (Measured on optdigits: 1.4 to 4 times as fast as the K - 1 blocks themselves,
+    whose forming and inverting cost more than the extra CG iterations save; a Kronecker
+    factor for the classes' coupling, A (x) that block, saved no iterations.)"""
     Y = X * np.sqrt((P * (1 - P)).mean(axis=2, keepdims=True))
-    block = portable.matmuls(np.ascontiguousarray(np.swapaxes(Y, 1, 2)), Y)  # Y^T Y
+    block = weighted_grams(Y)  # Y^T Y: `portable.matmuls`' bits, from the diagonal on
     d = X.shape[2]
     block[:, np.arange(d), np.arange(d)] += penalty
-    # by its Cholesky factor (`portable.spd_inverses`); the pseudo-inverse where it is not
-    # numerically definite (every w 0 in floating point, no ridge on the intercept: LAPACK's,
-    # whose bits depend on the CPU, but only in that degenerate case)
-    inverse, definite = portable.spd_inverses(block)
+    # by its Cholesky factor (`portable.spd_inverses`' bits in a third of its work); the
+    # pseudo-inverse where it is not numerically definite (every w 0 in floating point, no
+    # ridge on the intercept: LAPACK's, whose bits depend on the CPU, but only in that
+    # degenerate case)
+    inverse, definite = spd_inverses(block)
     for s in np.flatnonzero(~definite):
         inverse[s] = np.linalg.pinv(block[s], hermitian=True)
     return inverse
@@ -73,7 +82,8 @@ class _Conjugate:
 
     PACK_FRACTION = 0.75
     FIELDS = (
-        "index", "X", "XT", "PT", "inverse", "scale", "goal", "residual", "step", "direction", "rz"
+        "index", "X", "XT", "PT", "penalty", "inverse", "scale", "goal", "residual", "step",
+        "direction", "rz",
     )  # fmt: skip
 
     def __init__(
@@ -85,7 +95,8 @@ class _Conjugate:
         self.X, P = (X, P) if whole else (X[self.index], P[self.index])
         self.XT = np.ascontiguousarray(np.swapaxes(self.X, 1, 2))
         self.PT = np.ascontiguousarray(np.swapaxes(P, 1, 2))
-        self.inverse, self.scale = _preconditioner(self.X, P, penalty), _class_scales(P)
+        self.penalty = _each_problem(penalty, len(X))[self.index]
+        self.inverse, self.scale = _preconditioner(self.X, P, self.penalty), _class_scales(P)
         self.goal, self.residual = goal[self.index], grad[self.index]
         self.step = np.zeros_like(self.residual)
         self.direction = self.precondition(self.residual)
@@ -96,10 +107,10 @@ class _Conjugate:
         (symmetric: one product per split), class c's rows divided by its scale."""
         return portable.matmuls(residual, self.inverse) * self.scale
 
-    def iterate(self, penalty: np.ndarray, live: np.ndarray) -> np.ndarray:
+    def iterate(self, live: np.ndarray) -> np.ndarray:
         """One CG iteration of every packed problem (the finished ones' steps unchanged):
         which are still live."""
-        Hd = _hessian_times(self.XT, self.X, self.PT, penalty, self.direction)
+        Hd = _hessian_times(self.XT, self.X, self.PT, self.penalty, self.direction)
         curve = _dot(self.direction, Hd)
         live = live & (curve > 0)
         alpha = np.where(live, self.rz / np.where(live, curve, 1.0), 0.0)[:, None, None]
@@ -125,11 +136,11 @@ class _Conjugate:
 
 def cg_step(X: np.ndarray, P: np.ndarray, penalty: np.ndarray, grad: np.ndarray) -> np.ndarray:
     """Newton's step H^-1 grad (S, K - 1, d) by preconditioned conjugate gradients, for the
-    ridge fit (strongly convex): iterations of O(m d K), stopped at a residual below
-    max(min(0.1, |grad|^2), FORCING_FLOOR) |grad| (a forcing term that keeps Newton quadratic
-    until the steps are ~1e-5 of the weights, tight enough that the fit agrees with
-    `exact_step`'s to ~1e-10, as with no floor) or after (K - 1) d iterations. Each problem
-    stops on its own: its step never depends on the batch."""
+    ridge fit (strongly convex; penalty (d,) or each problem's (S, d)): iterations of
+    O(m d K), stopped at a residual below max(min(0.1, |grad|^2), FORCING_FLOOR) |grad| (a
+    forcing term that keeps Newton quadratic until the steps are ~1e-5 of the weights, tight
+    enough that the fit agrees with `exact_step`'s to ~1e-10, as with no floor) or after
+    (K - 1) d iterations. Each problem stops on its own: its step never depends on the batch."""
     norm = np.sqrt(_dot(grad, grad))
     goal = np.maximum(np.minimum(0.1, norm**2), FORCING_FLOOR) * norm
     state = _Conjugate(X, P, penalty, grad, goal)
@@ -138,7 +149,7 @@ def cg_step(X: np.ndarray, P: np.ndarray, penalty: np.ndarray, grad: np.ndarray)
     for _ in range(grad[0].size):
         if not live.any():
             break
-        live = state.iterate(penalty, live)
+        live = state.iterate(live)
         if not live.all():
             live = state.pack(live, out)
     out[state.index] = state.step

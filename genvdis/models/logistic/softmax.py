@@ -70,8 +70,23 @@ def _loss(
     total = shifted.sum(axis=2, keepdims=True)
     log_norm = (top + portable.log(total))[..., 0]
     own = np.take_along_axis(scores, y[:, :, None], axis=2)[..., 0]
-    nll = (log_norm - own).sum(axis=1) + 0.5 * np.einsum("skd,skd,d->s", V, V, penalty)
+    nll = (log_norm - own).sum(axis=1) + 0.5 * _ridge_terms(V, penalty)
     return nll, shifted / total
+
+
+def _ridge_terms(V: np.ndarray, penalty: np.ndarray) -> np.ndarray:
+    """sum_kd v_kd^2 penalty_d (S,) for one penalty (d,) or each problem's own (S, d): one
+    einsum either way, whose sums run over k, then d, for each problem alone (the same bits
+    for a problem fitted alone or in a batch: tests/models/test_multiclass.py)."""
+    if penalty.ndim == 1:
+        return np.einsum("skd,skd,d->s", V, V, penalty)
+    return np.einsum("skd,skd,sd->s", V, V, penalty)
+
+
+def _problems(penalty: np.ndarray, which: np.ndarray) -> np.ndarray:
+    """The penalty of the problems which: a shared one (d,) as it is, per-problem rows (S, d)
+    taken."""
+    return penalty if penalty.ndim == 1 else penalty[which]
 
 
 def separates(X: np.ndarray, y: np.ndarray, V: np.ndarray) -> np.ndarray:
@@ -94,7 +109,7 @@ def _hessian(X: np.ndarray, P: np.ndarray, penalty: np.ndarray) -> np.ndarray:
     for c in range(k):
         block = portable.matmuls(XT * P[:, None, :, c], X)
         H[:, c * d : (c + 1) * d, c * d : (c + 1) * d] += block
-    H[:, np.arange(k * d), np.arange(k * d)] += np.tile(penalty, k)
+    H[:, np.arange(k * d), np.arange(k * d)] += np.tile(penalty, (1, k) if penalty.ndim == 2 else k)
     return H
 
 
@@ -128,16 +143,19 @@ def newton_softmax(
     start: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """Reference-coded weights V (S, K - 1, d) maximising each split's penalised likelihood
-    (ridge `strength` on every weight but the intercepts: one for all, or one per column,
-    (d - 1,)), and which splits stopped on a separating iterate (with `stop_if_separating`:
-    the likelihood then has no maximum).
+    (ridge `strength` on every weight but the intercepts: one for all, one per column,
+    (d - 1,), or each split's own, (S, d - 1)), and which splits stopped on a separating
+    iterate (with `stop_if_separating`: the likelihood then has no maximum).
 
     A step that raises the loss by more than rounding is halved, up to MAX_HALVINGS times (then
     not taken, and the problem stops). A problem stops after a step smaller than tol (relative
     to its weights) or whose Newton decrement was below DECREMENT_TOL: convergence is quadratic
     there, so the step taken leaves a decrement of ~1e-18."""
     S, m, d = X.shape
-    penalty = np.append(np.broadcast_to(strength, (d - 1,)), 0.0)
+    if np.ndim(strength) == 2:  # each split's own: (S, d)
+        penalty = np.concatenate([np.asarray(strength, dtype=float), np.zeros((S, 1))], axis=1)
+    else:
+        penalty = np.append(np.broadcast_to(strength, (d - 1,)), 0.0)
     V = np.zeros((S, K - 1, d)) if start is None else start.copy()
     target = (y[:, :, None] == np.arange(1, K)).astype(float)
     separating = np.zeros(S, dtype=bool)
@@ -145,15 +163,16 @@ def newton_softmax(
     loss, P = _loss(X, y, V, penalty)
     for _ in range(max_iter):
         Xa = X if active.size == S else X[active]  # read only: no copy while all are active
-        ya, Va = y[active], V[active]
+        ya, Va, pa = y[active], V[active], _problems(penalty, active)
         residual = np.ascontiguousarray(np.swapaxes(target[active] - P[:, :, 1:], 1, 2))
-        grad = portable.matmuls(residual, Xa) - penalty * Va  # not BLAS: `portable`
-        delta = solver(Xa, P[:, :, 1:], penalty, grad)
+        ridge = pa if pa.ndim == 1 else pa[:, None, :]
+        grad = portable.matmuls(residual, Xa) - ridge * Va  # not BLAS: `portable`
+        delta = solver(Xa, P[:, :, 1:], pa, grad)
         decrement = np.einsum(
             "sp,sp->s", grad.reshape(active.size, -1), delta.reshape(active.size, -1)
         )
         length = np.ones(active.size)
-        new_loss, new_P = _loss(Xa, ya, Va + delta, penalty)
+        new_loss, new_P = _loss(Xa, ya, Va + delta, pa)
         ceiling = loss + LOSS_SLACK * np.abs(loss)
         for _ in range(MAX_HALVINGS):
             worse = np.flatnonzero(new_loss > ceiling)
@@ -161,7 +180,7 @@ def newton_softmax(
                 break
             length[worse] /= 2
             moved = Va[worse] + length[worse, None, None] * delta[worse]
-            new_loss[worse], new_P[worse] = _loss(Xa[worse], ya[worse], moved, penalty)
+            new_loss[worse], new_P[worse] = _loss(Xa[worse], ya[worse], moved, _problems(pa, worse))
         stuck = new_loss > ceiling
         length[stuck] = 0.0
         new_loss[stuck], new_P[stuck] = loss[stuck], P[stuck]
@@ -337,12 +356,9 @@ class MultiLogisticRegression(MultiModel, LogisticRegression):
         ranges: the ridge |w|^2 / (2C) on the data's weights w = w' / scale is each split's
         own penalty (1/C) / scale^2 on w' (capped at `logistic.MAX_PENALTY`)."""
         penalty = np.minimum(1.0 / self.C / scale**2, MAX_PENALTY)
-        ridge = np.concatenate([
-            newton_softmax(
-                X[s : s + 1], y[s : s + 1], K, penalty[s], self.max_iter, solver=cg_step
-            )[0]
-            for s in range(len(X))
-        ])  # fmt: skip
+        # every split's fit in one batch, each with its own penalty: the bits of each fitted
+        # alone (no step depends on the batch), without a split's Python and numpy calls
+        ridge = newton_softmax(X, y, K, penalty, self.max_iter, solver=cg_step)[0]
         separable = certified(X, y, ridge)
         rest = np.flatnonzero(~separable)
         if rest.size:
