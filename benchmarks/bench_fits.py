@@ -30,7 +30,7 @@ NUMBERS = ["asymptote", "asymptote_se", "rmse", "holdout_rmse"]
 CHILD = """import sys, time
 from pathlib import Path
 import pandas as pd
-from genvdis import fits
+from genvdis.analysis import fits
 root = Path(sys.argv[1])
 paths = sorted(root.glob("*/summary.csv")) + sorted(root.glob("examples/*/summary.csv"))
 curves = [pd.read_csv(p) for p in paths]

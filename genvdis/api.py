@@ -626,7 +626,10 @@ def report_study(
 
     folders = list(dict.fromkeys(result.path.parent for result in results))
     written = list(plot_folders(folders, jobs=jobs))
-    written += [path for pair in write_reports(folders, jobs=jobs) for path in pair]
+    # the study's own folder is shown by its own explorer pages, not by the one above it
+    written += [
+        path for pair in write_reports(folders, jobs=jobs, apart=[Path(out)]) for path in pair
+    ]
     sweeps = [folder for folder in folders if (folder / SENSITIVITY).is_file()]
     return written + list(write_study(folders, Path(out), sweeps=sweeps, n_boot=n_boot))
 

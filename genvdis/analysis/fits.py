@@ -178,7 +178,7 @@ def _best_start(fam: Family, m, err, sigma):
     """The fit from each of the family's starts (`_levenberg_marquardt`), the least chi^2's.
     Returns (popt, pcov, chi2), or None when no start gives a finite fit."""
     best = None
-    for p0 in fam.starts(m, err):
+    for p0 in dict.fromkeys(fam.starts(m, err)):  # a start given twice ends where it did
         fit = _levenberg_marquardt(fam, m, err, sigma, np.asarray(p0, float))
         if fit is not None and (best is None or fit[2] < best[2]):
             best = fit
@@ -196,57 +196,74 @@ def _levenberg_marquardt(
     unless sigma is absolute). Every sum is exactly rounded (math.fsum) and the small systems
     are solved by a Gaussian elimination of our own: scipy's curve_fit solves with LAPACK,
     whose BLAS kernel, chosen per CPU, moved its optimum by up to 4e-7 (relative) from one
-    machine to another. Returns (popt, pcov, chi2), or None if the fit is not finite."""
+    machine to another. Returns (popt, pcov, chi2), or None if the fit is not finite.
+
+    A report makes thousands of these fits (tens to hundreds of steps each), so a step costs
+    as few Python calls as it can: one errstate for the whole fit, the normal equations' sums
+    in one pass (`_normal_equations`), and none of them again after a rejected step (about
+    half the steps), which leaves p, so J, as they were. Each number is the same operation
+    on the same operands as in a plain step, so the fit has the same bits
+    (tests/analysis/test_fits.py holds the plain steps and compares).
+    """
     mx = float(m.max())
     w = np.ones_like(m) if sigma is None else 1.0 / sigma
+    w_column = w[:, None]
     lower, upper = np.asarray(fam.lower, float), np.asarray(fam.upper, float)
+    low, high = lower.tolist(), upper.tolist()
     p = np.clip(p0, lower, np.minimum(upper, 1e12))
-
-    def residuals(q: np.ndarray) -> tuple[np.ndarray, float]:
-        with np.errstate(all="ignore"):
-            r = (err - fam.func(m, mx, *q)) * w
-        return r, math.fsum(r * r) if np.all(np.isfinite(r)) else math.inf
-
-    r, chi2 = residuals(p)
-    if not math.isfinite(chi2):
-        return None
-    damping, n = 1e-3, len(p)
-    for _ in range(_MAX_STEPS):
-        with np.errstate(all="ignore"):
-            J = fam.jac(m, mx, *p) * w[:, None]
-        if not np.all(np.isfinite(J)):
-            return None
-        A, g = _normal_equations(J, r)
-        # a parameter on a bound that the descent direction pushes out of it stays there
-        # (an active set): clipping its step instead would stall the others' steps
-        held = [
-            (p[i] <= lower[i] and g[i] < 0) or (p[i] >= upper[i] and g[i] > 0) for i in range(n)
-        ]
-        free = [i for i in range(n) if not held[i]]
-        step = _solve(
-            [[A[i][j] + (damping * A[i][i] if i == j else 0.0) for j in free] for i in free],
-            [g[i] for i in free],
-        ) if free else None  # fmt: skip
-        trial = None
-        if step is not None:
-            trial = p.copy()
-            trial[free] += np.asarray(step)
-            trial = np.clip(trial, lower, upper)
-        r_trial, chi2_trial = (r, math.inf) if trial is None else residuals(trial)
-        if chi2_trial < chi2:
-            small = np.all(np.abs(trial - p) <= 1e-12 * (np.abs(p) + 1e-12))
-            flat = chi2 - chi2_trial <= 1e-15 * chi2
-            p, r, chi2, damping = trial, r_trial, chi2_trial, max(damping / 10.0, 1e-12)
-            if small or flat:
-                break
-        else:
-            damping *= 10.0
-            if damping > 1e16:
-                break
+    n = len(p)
     with np.errstate(all="ignore"):
-        J = fam.jac(m, mx, *p) * w[:, None]
+
+        def residuals(q: np.ndarray) -> tuple[np.ndarray, float]:
+            r = (err - fam.func(m, mx, *q)) * w
+            return r, math.fsum((r * r).tolist()) if np.isfinite(r).all() else math.inf
+
+        r, chi2 = residuals(p)
+        if not math.isfinite(chi2):
+            return None
+        damping, moved = 1e-3, True
+        for _ in range(_MAX_STEPS):
+            if moved:  # a rejected step leaves p, so J, the equations and the active set, as is
+                J = fam.jac(m, mx, *p) * w_column
+                if not np.isfinite(J).all():
+                    return None
+                A, g = _normal_equations(J, r)
+                # a parameter on a bound that the descent direction pushes out of it stays
+                # there (an active set): clipping its step instead would stall the others'
+                at = p.tolist()
+                free = [
+                    i for i in range(n)
+                    if not ((at[i] <= low[i] and g[i] < 0) or (at[i] >= high[i] and g[i] > 0))
+                ]  # fmt: skip
+                g_free = [g[i] for i in free]
+            step = _solve(
+                [[A[i][j] + (damping * A[i][i] if i == j else 0.0) for j in free] for i in free],
+                g_free,
+            ) if free else None  # fmt: skip
+            if step is None:
+                chi2_trial = math.inf
+            else:
+                trial = p.copy()
+                trial[free] += np.asarray(step)
+                trial = np.clip(trial, lower, upper)
+                r_trial, chi2_trial = residuals(trial)
+            moved = chi2_trial < chi2
+            if moved:
+                to = trial.tolist()
+                small = all(
+                    abs(t - q) <= 1e-12 * (abs(q) + 1e-12) for t, q in zip(to, at, strict=True)
+                )
+                flat = chi2 - chi2_trial <= 1e-15 * chi2
+                p, r, chi2, damping = trial, r_trial, chi2_trial, max(damping / 10.0, 1e-12)
+                if small or flat:
+                    break
+            else:
+                damping *= 10.0
+                if damping > 1e16:
+                    break
+        J = fam.jac(m, mx, *p) * w_column
     A, _ = _normal_equations(J, r)
-    inverse = _inverse(A) if np.all(np.isfinite(J)) else None
+    inverse = _inverse(A) if np.isfinite(J).all() else None
     dof = len(m) - n
     pcov = np.full((n, n), np.inf) if inverse is None else np.asarray(inverse)
     if sigma is None and inverse is not None:
@@ -255,29 +272,45 @@ def _levenberg_marquardt(
 
 
 def _normal_equations(J: np.ndarray, r: np.ndarray) -> tuple[list[list[float]], list[float]]:
-    """J^T J and J^T r, each entry an exactly rounded sum (math.fsum): no summation order."""
-    cols = J.T
-    A = [[math.fsum(cols[i] * cols[j]) for j in range(len(cols))] for i in range(len(cols))]
-    return A, [math.fsum(col * r) for col in cols]
+    """J^T J and J^T r, each entry an exactly rounded sum (math.fsum): no summation order.
+    The products of every pair of columns (each pair once: J^T J is symmetric, and x y is
+    y x exactly) and of each column with r are made in one array operation, and summed as
+    plain floats."""
+    n = J.shape[1]
+    rows, cols = _PAIRS.get(n) or _PAIRS.setdefault(n, np.triu_indices(n))
+    products = np.concatenate([J[:, rows] * J[:, cols], J * r[:, None]], axis=1)
+    sums = [math.fsum(column) for column in products.T.tolist()]
+    A = [[0.0] * n for _ in range(n)]
+    for k, (i, j) in enumerate(zip(rows.tolist(), cols.tolist(), strict=True)):
+        A[i][j] = A[j][i] = sums[k]
+    return A, sums[len(rows) :]
+
+
+_PAIRS: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # n -> the (i, j) with i <= j
 
 
 def _solve(A: list[list[float]], b: list[float]) -> list[float] | None:
     """A x = b by Gaussian elimination with partial pivoting (a few unknowns); None when a
-    pivot vanishes."""
+    pivot vanishes. The pivot is the first row of the largest magnitude."""
     n = len(b)
-    M = [list(row) + [b[i]] for i, row in enumerate(A)]
+    M = [[*row, b[i]] for i, row in enumerate(A)]
     for k in range(n):
-        pivot = max(range(k, n), key=lambda i: abs(M[i][k]))
-        if not math.isfinite(M[pivot][k]) or abs(M[pivot][k]) <= 1e-300:
+        pivot, largest = k, abs(M[k][k])
+        for i in range(k + 1, n):
+            if abs(M[i][k]) > largest:
+                pivot, largest = i, abs(M[i][k])
+        if not math.isfinite(M[pivot][k]) or largest <= 1e-300:
             return None
         M[k], M[pivot] = M[pivot], M[k]
+        top = M[k][k:]
         for i in range(k + 1, n):
-            f = M[i][k] / M[k][k]
-            for j in range(k, n + 1):
-                M[i][j] -= f * M[k][j]
+            row = M[i]
+            f = row[k] / top[0]
+            row[k:] = [x - f * y for x, y in zip(row[k:], top, strict=True)]
     x = [0.0] * n
     for i in range(n - 1, -1, -1):
-        x[i] = (M[i][n] - math.fsum(M[i][j] * x[j] for j in range(i + 1, n))) / M[i][i]
+        row = M[i]
+        x[i] = (row[n] - math.fsum([row[j] * x[j] for j in range(i + 1, n)])) / row[i]
     return x
 
 

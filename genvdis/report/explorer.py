@@ -16,9 +16,10 @@ import functools
 import http.server
 import json
 import math
+import os
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -63,16 +64,55 @@ def _ints(values) -> list[int]:
 # --------------------------------------------------------------------------- runs
 
 
-def find_explorer_runs(results_dir: Path) -> list[tuple[Path, dict]]:
-    """Runs (folders with summary.csv) at any depth, e.g. results/examples/*, with their
-    config.yaml; not the theory experiments' synthetic runs, which have their own figures."""
+# what a study's report leaves in its folder (`genvdis study`, report.study): such a folder has
+# pages of its own (its explorer.html and study-explorer.html)
+STUDY_PAGES = (
+    resultnames.STUDY_CSV,
+    resultnames.STUDY_MD,
+    resultnames.STUDY_HTML,
+    resultnames.STUDY_EXPLORER,
+)
+
+
+def has_own_pages(folder: Path) -> bool:
+    """Whether `folder` holds a study's report: its runs are that study's explorer's."""
+    return any((folder / name).is_file() for name in STUDY_PAGES)
+
+
+def find_explorer_runs(results_dir: Path, apart: Sequence[Path] = ()) -> list[tuple[Path, dict]]:
+    """Runs (folders with summary.csv) at any depth, e.g. results/examples/* and a sweep's
+    results/<panel>/variants/*, with their config.yaml; not the theory experiments' synthetic
+    runs, which have their own figures, nor those in a folder below `results_dir` that has
+    pages of its own: a study's (`has_own_pages`, e.g. results/study/), or one of `apart`
+    (a study's folder whose report is still to be written)."""
+    results_dir = Path(results_dir)
+    apart_ids = {_folder_id(Path(folder)) for folder in apart} - {None}
+
+    def shown(folder: Path) -> bool:
+        return not has_own_pages(folder) and not (apart_ids and _folder_id(folder) in apart_ids)
+
+    found = []
+    for folder, subfolders, files in os.walk(results_dir):
+        here = Path(folder)
+        subfolders[:] = [name for name in subfolders if shown(here / name)]
+        if "summary.csv" in files:
+            found.append(here / "summary.csv")
     runs = []
-    for summary in sorted(Path(results_dir).rglob("summary.csv")):
+    for summary in sorted(found):
         config = read_run_config(summary.parent) or {"name": summary.parent.name}
         dataset = config.get("dataset")
         if not (isinstance(dataset, dict) and "synthetic" in dataset):
             runs.append((summary.parent, config))
     return runs
+
+
+def _folder_id(folder: Path) -> tuple[int, int] | None:
+    """The folder itself (device and inode), whatever path names it; None if it is not one."""
+    try:
+        stat = folder.stat()
+    except OSError:
+        return None
+    return (stat.st_dev, stat.st_ino)
 
 
 def _data_key(config: dict, folder: str) -> str:
@@ -226,11 +266,12 @@ def _run_data(
 # --------------------------------------------------------------------------- the page's data
 
 
-def collect(results_dir: Path) -> dict[str, Any]:
-    """Panels in paper order (then the other runs by folder), each with its runs."""
+def collect(results_dir: Path, apart: Sequence[Path] = ()) -> dict[str, Any]:
+    """Panels in paper order (then the other runs by folder), each with its runs
+    (`find_explorer_runs`: `apart`, folders below with pages of their own)."""
     results_dir = Path(results_dir)
     groups: dict[str, list[tuple[str, dict, Path]]] = {}
-    for run_dir, config in find_explorer_runs(results_dir):
+    for run_dir, config in find_explorer_runs(results_dir, apart):
         folder = run_dir.relative_to(results_dir).as_posix()
         groups.setdefault(_data_key(config, folder), []).append((folder, config, run_dir))
     analyses: dict[Path, dict] = {}
@@ -308,13 +349,14 @@ def page_path(results_dir: Path) -> Path:
     return Path(results_dir) / PAGE
 
 
-def write_explorer(results_dir: Path, path: Path | None = None) -> Path:
-    """Write the explorer for `results_dir` (default `<results_dir>/explorer.html`)."""
+def write_explorer(results_dir: Path, path: Path | None = None, apart: Sequence[Path] = ()) -> Path:
+    """Write the explorer for `results_dir` (default `<results_dir>/explorer.html`); `apart`:
+    folders below it whose runs have pages of their own (`find_explorer_runs`)."""
     results_dir = Path(results_dir)
     if not results_dir.is_dir():
         raise UserError(f"results folder not found: {results_dir}")
     path = Path(path) if path is not None else page_path(results_dir)
-    results.atomic_write_text(path, build_page(collect(results_dir)))
+    results.atomic_write_text(path, build_page(collect(results_dir, apart)))
     return path
 
 

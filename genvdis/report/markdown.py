@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -27,7 +28,7 @@ from genvdis.report._format import (
     is_missing,
     panel_label,
 )
-from genvdis.report.explorer import write_explorer
+from genvdis.report.explorer import page_path, write_explorer
 from genvdis.report.stability import stability_blocks
 from genvdis.store import results
 
@@ -500,13 +501,19 @@ def to_html(blocks: list[Block], title: str) -> str:
 
 
 def write_reports(
-    folders: list[Path], reanalyse: bool = True, n_boot: int = 1000, jobs: int = 1
+    folders: list[Path],
+    reanalyse: bool = True,
+    n_boot: int = 1000,
+    jobs: int = 1,
+    apart: Sequence[Path] = (),
 ) -> list[tuple[Path, Path]]:
     """Each folder's REPORT.md and REPORT.html, and (md, html) paths in `folders`' order. By
     default every folder's runs are analysed again first (in one pool, on up to `jobs`
     processes), so the report, analysis.csv and each differences.csv always agree; then each
     folder's report and explorer are written, so an explorer that shows another folder's runs
-    (results/ shows results/examples/) finds their analysis whatever the order of `folders`."""
+    (results/ shows results/examples/) finds their analysis whatever the order of `folders`.
+    `apart`: study folders whose report is still to be written, which no other folder's
+    explorer shows (`explorer.find_explorer_runs`)."""
     folders = [Path(f) for f in folders]
     stale = [f for f in folders if reanalyse or not (f / "analysis.csv").exists()]
     if stale:
@@ -519,6 +526,6 @@ def write_reports(
         with results.writing(results_dir, "the report", results.AGAIN):
             results.atomic_write_text(md, to_markdown(blocks))
             results.atomic_write_text(page, to_html(blocks, "genvdis report"))
-            write_explorer(results_dir)
+            write_explorer(results_dir, page_path(results_dir), apart)
         written.append((md, page))
     return written

@@ -53,7 +53,7 @@ def check_folders(results_dir: Path, table: pd.DataFrame) -> None:
         if not (folder / "summary.csv").is_file():
             continue  # a copied sensitivity.csv, or folders removed: nothing to contradict
         means = runfiles.summary_means(runfiles.read_summary(folder))
-        agree = bool((means["n_splits"] == row.n_splits).all())
+        agree = all(n_splits == row.n_splits for _, n_splits in means.values())
         for end in ("m_min", "m_max") if row.gen_model else ():
             m, value = getattr(row, end), getattr(row, f"nb_err_{end}")
             m = -1 if is_missing(m) else int(m)

@@ -8,8 +8,10 @@ written here is written atomically (`results.atomic_write_text`).
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import io
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -90,35 +92,62 @@ def _read_checked(path: Path, needs: dict[str, bool], exact: tuple[str, ...] = (
     return table
 
 
-def summary_means(summary: pd.DataFrame) -> pd.DataFrame:
-    """summary.csv by (model, m): what a file that records a run's means is checked against."""
-    return summary.drop_duplicates(["model", "m"]).set_index(["model", "m"])
+def summary_means(summary: pd.DataFrame) -> dict[tuple[str, Any], tuple[float, Any]]:
+    """summary.csv's (mean, n_splits) by (model, m), the first row of each: what a file that
+    records a run's means is checked against (a dict: a report checks thousands of means)."""
+    first = summary.drop_duplicates(["model", "m"])
+    splits = first["n_splits"] if "n_splits" in first.columns else [None] * len(first)
+    rows = zip(first["model"], first["m"], first["mean"].tolist(), splits, strict=True)
+    return {(str(model), m): (mean, n) for model, m, mean, n in rows}
 
 
 def mean_agrees(
-    means: pd.DataFrame, model: Any, m: Any, value: Any, splits: Any = None,
-    rtol: float = 1e-5, atol: float = 1e-8,
+    means: dict[tuple[str, Any], tuple[float, Any]], model: Any, m: Any, value: Any,
+    splits: Any = None, rtol: float = 1e-5, atol: float = 1e-8,
 ) -> bool:  # fmt: skip
     """Whether a recorded mean (and split count) of `model` at `m` is the run's, `means`
-    being its `summary_means`; False where the run has no such row or the value is missing."""
-    key = (str(model), m)
-    if key not in means.index or pd.isna(value):
+    being its `summary_means`, within np.isclose's tolerance; False where the run has no such
+    row or the value is missing."""
+    if pd.isna(m) or pd.isna(value):
         return False
-    if splits is not None and means.loc[key, "n_splits"] != splits:
+    found = means.get((str(model), m))
+    if found is None:
         return False
-    return bool(np.isclose(means.loc[key, "mean"], float(value), rtol=rtol, atol=atol))
+    mean, n_splits = found
+    if splits is not None and (n_splits is None or n_splits != splits):
+        return False
+    value = float(value)
+    return mean == value or (math.isfinite(value) and abs(mean - value) <= atol + rtol * abs(value))
 
 
 def read_run_config(run_dir: Path) -> dict[str, Any]:
     """The run's config.yaml as a mapping, its name a plain name (the figures are written to
     `<run>/<name>.png`) and its title one that can be drawn, checked against the run's
-    manifest (`results.check_manifest`): an edited n_rows, panel or splits is not the run's."""
+    manifest (`results.check_manifest`): an edited n_rows, panel or splits is not the run's.
+    The bytes checked are the bytes parsed; a report reads one run's config in several
+    places, so each text is parsed once (`_parsed`) and every caller gets its own copy."""
     path = run_dir / results.CONFIG
-    config = read_yaml(path) if path.is_file() else None
+    data = path.read_bytes() if path.is_file() else None
+    digest = hashlib.sha256(data).hexdigest() if data is not None else None
+    config = _parsed(path, data, digest) if data is not None else None
     if isinstance(config, dict):
         _check_names(config, run_dir, path)
-    results.check_manifest(path)
-    return config if isinstance(config, dict) else {}
+    results.check_manifest(path, digest)
+    return copy.deepcopy(config) if isinstance(config, dict) else {}
+
+
+_PARSED: dict[str, Any] = {}  # config.yaml's content by the sha256 of its bytes
+_PARSED_MAX = 4096  # a study's runs and their variants, a few hundred, fit many times over
+
+
+def _parsed(path: Path, data: bytes, digest: str) -> Any:
+    """`read_yaml` of bytes whose sha256 is `digest`, parsed once per process."""
+    if digest not in _PARSED:
+        parsed = read_yaml(path, data)
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.clear()
+        _PARSED[digest] = parsed
+    return _PARSED[digest]
 
 
 def _check_names(config: dict[str, Any], run_dir: Path, path: Path) -> None:

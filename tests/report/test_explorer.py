@@ -179,6 +179,49 @@ def test_a_title_cannot_close_the_script(hostile):
     assert "<\\/script><script>alert(1)<\\/script>" in text
 
 
+@pytest.fixture
+def with_study(tmp_path) -> Path:
+    """A results folder as `make all` and `genvdis study` leave it: a panel with a sweep's
+    variant, an example, and the study's folder (its datasets, one with a variant)."""
+    base = dict(title="toy", panel=8, models=[{"name": an.NB}, LR_SAMPLE], **SONAR)
+    _run(tmp_path, "toy", base, CROSSING)
+    _run(tmp_path, "toy/variants/split-random", {**base, "split": "random"}, CROSSING)
+    _run(tmp_path, "examples/toy-nb", {**base, "panel": None, "models": [{"name": an.NB}]},
+         NB_CURVE)  # fmt: skip
+    votes = dict(title="votes", dataset="voting", attributes="discrete", target={}, panel=None)
+    _run(tmp_path, "study/votes", {**votes, "models": [{"name": an.NB}]}, NB_CURVE)
+    _run(tmp_path, "study/votes/variants/x", {**votes, "models": [{"name": an.NB}]}, NB_CURVE)
+    _run(tmp_path, "study/toy", {**base, "panel": None}, CROSSING)  # a panel's data too
+    return tmp_path
+
+
+def _run_ids(data: dict) -> list[str]:
+    return [r["id"] for p in data["panels"] for r in p["runs"]]
+
+
+def test_a_study_folder_below_has_its_own_explorer_not_the_folder_above(with_study):
+    """The panels' page shows its runs, their sweep variants and the examples; the study's
+    folder, once its report is there (study.csv), is left to the study's own pages, whose
+    explorer shows every run of the study with its variants."""
+    everything = ["toy", "toy/variants/split-random", "examples/toy-nb", "study/toy",
+                  "study/votes", "study/votes/variants/x"]  # fmt: skip
+    assert sorted(_run_ids(explorer.collect(with_study))) == sorted(everything)
+    (with_study / "study" / "study.csv").write_text("name\n", encoding="utf-8")
+    shown = ["toy", "toy/variants/split-random", "examples/toy-nb"]
+    assert _run_ids(explorer.collect(with_study)) == shown
+    study = ["toy", "votes", "votes/variants/x"]
+    assert sorted(_run_ids(explorer.collect(with_study / "study"))) == study
+
+
+def test_a_study_folder_whose_report_is_still_to_come_can_be_set_apart(with_study):
+    """`genvdis study` writes the folders' explorers before the study's report: it names the
+    study's folder (`apart`), by any path to it."""
+    shown = ["toy", "toy/variants/split-random", "examples/toy-nb"]
+    apart = [with_study / "examples" / ".." / "study"]
+    assert _run_ids(explorer.collect(with_study, apart)) == shown
+    assert len(_run_ids(explorer.collect(with_study / "study", apart))) == 3  # its own page
+
+
 @pytest.mark.slow
 def test_report_writes_the_explorer_beside_the_report(known, tmp_path):
     folder = tmp_path / "r"
