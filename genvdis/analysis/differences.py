@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from genvdis._runtime import portable
 from genvdis.analysis import fits, shape
 from genvdis.errors import UserError
 from genvdis.models import registry
@@ -133,10 +134,10 @@ def _crossover_columns(ms: np.ndarray, means: np.ndarray) -> tuple[np.ndarray, n
         return grid, interp
     kv, cv = k[valid], cols[valid]
     d_hi, d_lo = means[kv - 1, cv], means[kv, cv]  # d_hi >= 0 > d_lo
-    log_m = np.log(ms.astype(float))
+    log_m = portable.log(ms.astype(float))
     frac = d_hi / (d_hi - d_lo)
     grid[valid] = ms[kv]
-    interp[valid] = np.exp(log_m[kv - 1] + frac * (log_m[kv] - log_m[kv - 1]))
+    interp[valid] = portable.exp(log_m[kv - 1] + frac * (log_m[kv] - log_m[kv - 1]))
     return grid, interp
 
 

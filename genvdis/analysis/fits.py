@@ -17,18 +17,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from genvdis._runtime import portable
+
 POW3, EXP3, MMF4 = "pow3", "exp3", "mmf4"
 N_HOLDOUT = 2  # the largest m values kept out of the fit when choosing the family
 _AT_BOUND = 1e-6  # relative distance to a bound that counts as "on the bound"
 
 
 def _pow3(m: np.ndarray, a: float, b: float, c: float) -> np.ndarray:
-    return a + b * np.power(m, -c)
+    return a + b * portable.power(m, -c)
 
 
 def _mmf4(m: np.ndarray, a: float, b: float, g: float, d: float) -> np.ndarray:
     """MMF with the asymptote first: err(0) = g, err(inf) = a."""
-    md = np.power(m, d)
+    md = portable.power(m, d)
     return (g * b + a * md) / (b + md)
 
 
@@ -38,24 +40,24 @@ def _mmf4(m: np.ndarray, a: float, b: float, g: float, d: float) -> np.ndarray:
 
 
 def _pow3_jac(m: np.ndarray, mx: float, a: float, b: float, c: float) -> np.ndarray:
-    mc = np.power(m, -c)
-    return np.column_stack([np.ones_like(m), mc, -b * mc * np.log(m)])
+    mc = portable.power(m, -c)
+    return np.column_stack([np.ones_like(m), mc, -b * mc * portable.log(m)])
 
 
 def _exp3(m: np.ndarray, mx: float, a: float, b: float, c: float) -> np.ndarray:
-    return a + b * np.exp(-c * m / mx)
+    return a + b * portable.exp(-c * m / mx)
 
 
 def _exp3_jac(m: np.ndarray, mx: float, a: float, b: float, c: float) -> np.ndarray:
-    e = np.exp(-c * m / mx)
+    e = portable.exp(-c * m / mx)
     return np.column_stack([np.ones_like(m), e, -b * e * m / mx])
 
 
 def _mmf4_jac(m: np.ndarray, mx: float, a: float, b: float, g: float, d: float) -> np.ndarray:
-    md = np.power(m, d)
+    md = portable.power(m, d)
     den = b + md
     slope = md * (g - a) / den**2  # d/db; d/dd is b (a - g) md log(m) / den^2
-    return np.column_stack([md / den, slope, b / den, -b * slope * np.log(m)])
+    return np.column_stack([md / den, slope, b / den, -b * slope * portable.log(m)])
 
 
 @dataclass(frozen=True)

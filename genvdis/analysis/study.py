@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from genvdis._runtime import portable
 from genvdis.analysis import differences as an
 from genvdis.analysis import runs, sensitivity
 from genvdis.data import uci
@@ -209,7 +210,7 @@ def loglog_slope(
     resampling the points (datasets) with replacement; resamples whose x are all equal have
     no slope and are left out (`n_boot_used` says how many remain). Slope and interval are
     None with fewer than two distinct x."""
-    lx, ly = np.log(np.asarray(x, dtype=float)), np.log(np.asarray(y, dtype=float))
+    lx, ly = portable.log(np.asarray(x, dtype=float)), portable.log(np.asarray(y, dtype=float))
     out: dict[str, Any] = dict(n=len(lx), slope=None, intercept=None, ci_low=None, ci_high=None)
     out["n_boot_used"] = 0
     if len(lx) < 2 or np.ptp(lx) == 0:

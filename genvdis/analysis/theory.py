@@ -11,6 +11,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from genvdis._runtime import portable
 from genvdis.config.theory import TheoryConfig
 from genvdis.data import synthetic
 
@@ -101,7 +102,7 @@ def fit_line(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
     return float(a), float(b), float(r2)
 
 
-FORMS = {"log n": np.log, "n": lambda n: np.asarray(n, float)}
+FORMS = {"log n": portable.log, "n": lambda n: np.asarray(n, float)}
 
 
 def fit_forms(table: pd.DataFrame) -> pd.DataFrame:
@@ -114,7 +115,7 @@ def fit_forms(table: pd.DataFrame) -> pd.DataFrame:
         n, star = done["n"].to_numpy(float), done["m_star"].to_numpy(float)
         for form, transform in FORMS.items():
             rows.append([model, eps, form, *fit_line(transform(n), star)])
-        rows.append([model, eps, "power", *fit_line(np.log(n), np.log(star))])
+        rows.append([model, eps, "power", *fit_line(portable.log(n), portable.log(star))])
     return pd.DataFrame(rows, columns=FIT_COLUMNS)
 
 

@@ -11,6 +11,7 @@ docs/study.md says how to read each section.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ import numpy as np
 import pandas as pd
 from matplotlib import ticker
 
+from genvdis._runtime import portable
 from genvdis.analysis import study as st
 from genvdis.config import resultnames
 from genvdis.report import markdown
@@ -407,7 +409,7 @@ def plot_crossovers(table: pd.DataFrame, fit: dict[str, Any], stem: Path) -> lis
                 ax.annotate(name, (x, y), xytext=(3, 3), textcoords="offset points", fontsize=6)
     if fit["slope"] is not None and len(data):
         xs = np.geomspace(data["d"].min(), data["d"].max(), 50)
-        ys = np.exp(fit["intercept"]) * xs ** fit["slope"]
+        ys = math.exp(fit["intercept"]) * portable.power(xs, fit["slope"])
         label = f"OLS slope {fit['slope']:.2f} [{fit['ci_low']:.2f}, {fit['ci_high']:.2f}]"
         ax.plot(xs, ys, color="tab:blue", lw=1.2, label=label)
     ax.set_xscale("log")
