@@ -225,7 +225,7 @@ def check_kind(folder: Path, kind: str) -> None:
 CHECKPOINT_NAME = re.compile(r"m(\d+)_s(\d+)_n(\d+)_([0-9a-f]{16})_([0-9a-f]{64})\.csv")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # a frame has no one truth value to compare by
 class Block:
     """A finished block as its checkpoint holds it: the checkpoint's bytes (`data`, the CSV
     text) and the block's rows parsed back from those very bytes, as a resumed run reads them
