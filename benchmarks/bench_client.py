@@ -24,14 +24,18 @@ returns and the worker's added CPU (making the block and pickling it, against pi
 --study runs `genvdis study CONFIGS --splits S --jobs J --backend dask` (a LocalCluster of J
 single-threaded workers) in a fresh process that reports its wall time, its own CPU
 (`getrusage`: the client, with the local scheduler, which runs in it), the CPU of the tasks'
-phase alone (from the first task handed out to the last block saved), the CPU inside
-`CheckpointStore.save`, and its workers' CPU (reaped children). --against DIR runs another
+phase alone (from the first task handed out to the last block saved) and its wall time, the
+CPU inside `CheckpointStore.save`, the blocks a dask task (`parallel.dask_batch`; 1 for a
+checkout without it), and its workers' CPU (reaped children). Figures are per block. First,
+the client's CPU a wall second with nothing to run is measured (`idle_main`, 30 s) and
+taken off the phase's ("less idle"): a LocalCluster's client spends it on its scheduler's
+loop and heartbeats whatever the blocks. --against DIR runs another
 checkout's genvdis too (its code first on PYTHONPATH, this venv's libraries), in the same
 rounds. A first untimed round at 20 splits per side fills the data and numba caches.
 --external runs each study on a dask scheduler and J workers (no nanny) started as processes
 of their own, as on a cluster (`--scheduler ADDRESS`): the client's CPU is then genvdis's
 alone, and the scheduler's and the workers' CPU during the study are read from their
-processes (psutil)."""
+processes (psutil); the scheduler's idle CPU over the study's wall time is taken off too."""
 
 from __future__ import annotations
 
@@ -159,7 +163,7 @@ def child_main(argv: list[str]) -> None:
     mapped, save = parallel.map_unordered, results.CheckpointStore.save
 
     def timed_map(*args, **kwargs):
-        phase["from"] = time.process_time()
+        phase["from"], phase["wall from"] = time.process_time(), time.perf_counter()
         yield from mapped(*args, **kwargs)
 
     def timed_save(self, *args, **kwargs):
@@ -168,9 +172,17 @@ def child_main(argv: list[str]) -> None:
         now = time.process_time()
         phase["saves"] += now - cpu
         phase["tasks"] += 1
-        phase["to"] = now
+        phase["to"], phase["wall to"] = now, time.perf_counter()
 
     parallel.map_unordered, results.CheckpointStore.save = timed_map, timed_save
+    batch = getattr(parallel, "dask_batch", None)  # None: a checkout with one block a task
+    if batch:
+
+        def sized(*args) -> int:
+            phase["batch"] = batch(*args)
+            return phase["batch"]
+
+        parallel.dask_batch = sized
     getattr(cli, "_load_engine", lambda: None)()
     sys.argv = ["genvdis", *argv]
     try:
@@ -184,8 +196,10 @@ def child_main(argv: list[str]) -> None:
         "wall": time.perf_counter() - started,
         "client": self.ru_utime + self.ru_stime,
         "phase": (phase["to"] or 0.0) - (phase["from"] or 0.0),
+        "phase wall": phase.get("wall to", 0.0) - phase.get("wall from", 0.0),
         "saves": phase["saves"],
         "tasks": phase["tasks"],
+        "batch": phase.get("batch", 1),
         "workers": children.ru_utime + children.ru_stime,
     }
     print(json.dumps(figures))
@@ -258,6 +272,35 @@ def _cluster(tree: str | None, jobs: int, folder: Path):
             process.wait()
 
 
+def idle_main(jobs: int, external: bool, seconds: float = 30.0) -> dict:
+    """The client's CPU a wall second with nothing to run (its event loop and heartbeats; a
+    LocalCluster's scheduler too, in the same process), and with `external` the scheduler's:
+    what a study's client spends whatever its blocks, to take from its tasks' phase."""
+    from dask.distributed import Client, LocalCluster
+
+    with contextlib.ExitStack() as stack:
+        if external:
+            folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+            address, scheduler, _ = stack.enter_context(_cluster(None, jobs, folder))
+            client = stack.enter_context(Client(address))
+        else:
+            cluster = stack.enter_context(
+                LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True,
+                             host="127.0.0.1", dashboard_address=None)
+            )  # fmt: skip
+            client = stack.enter_context(Client(cluster))
+        time.sleep(3)  # past the workers' start
+        cpu, wall = time.process_time(), time.perf_counter()
+        before = _cpu(scheduler) if external else 0.0
+        time.sleep(seconds)
+        wall = time.perf_counter() - wall
+        figures = {"client": (time.process_time() - cpu) / wall * 1e3}
+        if external:
+            figures["scheduler"] = (_cpu(scheduler) - before) / wall * 1e3
+        client.close()
+    return figures
+
+
 def study_main(
     configs: list[str], splits: int, jobs: int, repeat: int, against: str | None, external: bool
 ) -> None:
@@ -270,20 +313,29 @@ def study_main(
                 got = _study(tree, configs, splits if n else 20, jobs, out, external)
                 if n:
                     figures.setdefault(side, []).append(got)
+    idle = idle_main(jobs, external)
     where = "an external scheduler and" if external else "a LocalCluster of"
     print(f"genvdis study {' '.join(configs)} --splits {splits} --jobs {jobs} --backend dask")
     print(f"({where} {jobs} single-threaded workers; shared 2-core machine; min of {repeat})")
-    print(f"{'side':8} {'tasks':>5} {'wall s':>7} {'client CPU s':>12} {'tasks phase s':>13} "
-          f"{'ms a task':>9} {'saves ms a task':>15} {'workers CPU s':>13}"
-          + (f" {'scheduler ms a task':>19}" if external else ""))  # fmt: skip
+    print("idle, CPU ms a wall second: " + ", ".join(f"{k} {v:.1f}" for k, v in idle.items()))
+    print(f"{'side':8} {'blocks':>6} {'batch':>5} {'wall s':>7} {'client CPU s':>12} "
+          f"{'tasks phase s':>13} {'phase wall s':>12} {'ms a block':>10} "
+          f"{'less idle':>9} {'saves ms a block':>16} "
+          f"{'workers CPU s':>13}"
+          + (f" {'scheduler ms a block':>20} {'less idle':>9}" if external else ""))  # fmt: skip
     for side, rounds in figures.items():
         best = {key: min(r[key] for r in rounds) for key in rounds[0]}
         tasks = best["tasks"]
-        scheduler = f" {best['scheduler'] / tasks * 1e3:19.1f}" if external else ""
+        scheduler = ""
+        if external:  # over the whole study; less its idle rate over the study's wall time
+            ran = best["scheduler"] - idle["scheduler"] / 1e3 * best["wall"]
+            scheduler = f" {best['scheduler'] / tasks * 1e3:20.1f} {ran / tasks * 1e3:9.1f}"
         saves = best["saves"] / tasks * 1e3
-        print(f"{side:8} {tasks:5d} {best['wall']:7.1f} {best['client']:12.2f} "
-              f"{best['phase']:13.2f} {best['phase'] / tasks * 1e3:9.1f} "
-              f"{saves:15.2f} {best['workers']:13.1f}{scheduler}")  # fmt: skip
+        busy = best["phase"] - idle["client"] / 1e3 * best["phase wall"]
+        print(f"{side:8} {tasks:6d} {rounds[0]['batch']:5d} {best['wall']:7.1f} "
+              f"{best['client']:12.2f} {best['phase']:13.2f} {best['phase wall']:12.1f} "
+              f"{best['phase'] / tasks * 1e3:10.1f} {busy / tasks * 1e3:9.1f} {saves:16.2f} "
+              f"{best['workers']:13.1f}{scheduler}")  # fmt: skip
 
 
 def main() -> None:
