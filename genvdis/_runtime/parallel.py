@@ -116,8 +116,37 @@ def map_unordered(
         return (function(*args) for args in calls)
     import joblib
 
-    runner = joblib.Parallel(return_as="generator_unordered")
+    if backend != "dask":
+        runner = joblib.Parallel(return_as="generator_unordered")
+        return runner(joblib.delayed(function)(*args) for args in calls)
+    calls = list(calls)
+    size = dask_batch(len(calls), _dask_threads())
+    runner = joblib.Parallel(
+        return_as="generator_unordered", batch_size=size, pre_dispatch=f"{2 * size}*n_jobs"
+    )
     return runner(joblib.delayed(function)(*args) for args in calls)
+
+
+# A dask task costs its client ~7 CPU ms (18 with a LocalCluster's scheduler in the client)
+# whatever its work, against ~0.3 s of work a block: one block a task keeps only ~40 workers
+# busy. Batches of several blocks share that cost (docs/scaling.md, "Sizing for 100 workers").
+BATCHES_PER_WORKER = 4  # at least: a worker that finishes early finds more
+MOST_BLOCKS_A_BATCH = 8  # ~2.5 s of work: no batch is a long tail on its own
+
+
+def dask_batch(tasks: int, workers: int) -> int:
+    """How many calls one dask task runs: enough that each of `workers` gets
+    `BATCHES_PER_WORKER` batches, at most `MOST_BLOCKS_A_BATCH`. The calls' order is kept, so
+    the longest still go first, and joblib cuts its last slice of calls (fewer than a batch for
+    every worker) into single calls, so the run's tail is one call long."""
+    return max(1, min(MOST_BLOCKS_A_BATCH, tasks // (BATCHES_PER_WORKER * max(1, workers))))
+
+
+def _dask_threads() -> int:
+    """The worker threads of the dask client `parallel` set up, as joblib counts them."""
+    from dask.distributed import get_client
+
+    return sum(get_client().nthreads().values())
 
 
 def map_ordered(

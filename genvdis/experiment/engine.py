@@ -389,8 +389,8 @@ def _compute(run: Run, jobs: int, backend: str, scheduler: str | None, progress:
         with progress(config.name, plan.count) as bar, _ctrl_c():
             bar(kept)
             calls = ((run.encoded, run.models, m, block, protocol) for m, block in todo)
-            for m, start, frame in backends.map_unordered(_task, calls, backend, jobs):
-                store.save(m, start, frame)
+            for m, start, block in backends.map_unordered(_task, calls, backend, jobs):
+                store.save(m, start, block)
                 bar(1)
     elapsed = time.perf_counter() - started
     log.info("%s: %d blocks in %.1f s", config.name, plan.count - kept, elapsed)
@@ -427,7 +427,9 @@ def _ctrl_c() -> Iterator[None]:
         raise KeyboardInterrupt from None
 
 
-def _task(data, models, m, block, protocol) -> tuple[int, int, pd.DataFrame]:
-    """One block, in whatever process the backend runs it: that process is tuned first."""
+def _task(data, models, m, block, protocol) -> tuple[int, int, results.Block]:
+    """One block, in whatever process the backend runs it: that process is tuned first. The
+    block comes back as its checkpoint's text and rows (`results.Block`), made here so that
+    the client, which saves every block of the run, only hashes and writes them."""
     tuning.tune_process()
-    return m, block.start, run_block(data, models, m, block, protocol)
+    return m, block.start, results.Block.of(run_block(data, models, m, block, protocol))

@@ -26,8 +26,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-import pandas as pd
-
 from genvdis._runtime import kernelcache, tuning
 from genvdis._runtime import parallel as backends
 from genvdis.config import builtin
@@ -36,6 +34,7 @@ from genvdis.errors import UserError
 from genvdis.experiment import engine
 from genvdis.progress import Progress, silent
 from genvdis.store import lock as runlock
+from genvdis.store import results
 
 log = logging.getLogger(__name__)
 
@@ -180,8 +179,8 @@ def _compute(
         total = sum(run.plan.count for run in runs)
         with progress(STUDY, total) as bar, engine._ctrl_c():
             bar(total - len(calls))
-            for i, m, start, frame in backends.map_unordered(_task, calls, backend, jobs):
-                stores[i].save(m, start, frame)
+            for i, m, start, block in backends.map_unordered(_task, calls, backend, jobs):
+                stores[i].save(m, start, block)
                 bar(1)
                 left[i] -= 1
                 if left[i] == 0:
@@ -194,6 +193,6 @@ def _commit(run: engine.Run, store, started: float) -> None:
     log.info("%s: wrote %s (%.1f s into the study)", run.config.name, run.run_dir, seconds)
 
 
-def _task(index: int, *args) -> tuple[int, int, int, pd.DataFrame]:
+def _task(index: int, *args) -> tuple[int, int, int, results.Block]:
     """`engine._task`, its result tagged with the config's place in the study."""
     return (index, *engine._task(*args))

@@ -20,6 +20,10 @@ fingerprint differs throws the old checkpoints away, saying so. Checkpoints are 
 (52 fsyncs cost pima's run at 1000 splits a fifth of its time): a kill leaves them whole in
 the page cache, and a power cut that tears one leaves a file whose bytes no longer match the
 sha256 in its name, so it is recomputed, never trusted.
+
+A block's checkpoint text, and its rows parsed back from that text, are made where the block
+was computed (`Block.of`, on a worker): the process that runs the workers only hashes and
+writes the bytes (`CheckpointStore.save`), so one client keeps more workers busy.
 """
 
 from __future__ import annotations
@@ -221,6 +225,30 @@ def check_kind(folder: Path, kind: str) -> None:
 CHECKPOINT_NAME = re.compile(r"m(\d+)_s(\d+)_n(\d+)_([0-9a-f]{16})_([0-9a-f]{64})\.csv")
 
 
+@dataclass(frozen=True, eq=False)  # a frame has no one truth value to compare by
+class Block:
+    """A finished block as its checkpoint holds it: the checkpoint's bytes (`data`, the CSV
+    text) and the block's rows parsed back from those very bytes, as a resumed run reads them
+    (`frame`), so a fresh run and a resumed one hold the same frames and write the same
+    results. Made by `Block.of` in the task, on whichever worker ran it: the text and the
+    parse are most of a save's CPU, and they would otherwise run in the one client."""
+
+    splits: int
+    data: bytes
+    frame: pd.DataFrame
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame) -> Block:
+        """The block of `frame`, the rows `run_block` returns."""
+        data = _csv(frame).encode()
+        return cls(int(frame["split"].nunique()), data, _parse(data))
+
+
+def _parse(data: bytes) -> pd.DataFrame:
+    """A checkpoint's rows from its bytes: the one parse of both a fresh block and a read one."""
+    return pd.read_csv(io.StringIO(data.decode()))
+
+
 class CheckpointStore:
     """Blocks of finished splits for one run, valid only under one fingerprint.
 
@@ -316,7 +344,7 @@ class CheckpointStore:
             raise _Damaged(f"unreadable: {error.strerror}") from None
         if _sha256(self._identity(m, start, count).encode() + data) != name[5]:
             raise _Damaged("checksum mismatch")
-        frame = pd.read_csv(io.StringIO(data.decode()))
+        frame = _parse(data)
         splits = np.tile(np.arange(start, start + count), self.n_models)
         if (
             list(frame.columns) not in (ERROR_COLUMNS, [*ERROR_COLUMNS, WARNINGS])
@@ -333,15 +361,16 @@ class CheckpointStore:
     def done(self, m: int, start: int) -> bool:
         return (m, start) in self.frames
 
-    def save(self, m: int, start: int, frame: pd.DataFrame) -> None:
-        count = frame["split"].nunique()
-        text = _csv(frame)
-        digest = _sha256(self._identity(m, start, count) + text)
-        name = f"m{m:07d}_s{start:07d}_n{count}_{self.key}_{digest}.csv"
+    def save(self, m: int, start: int, block: Block) -> None:
+        """Keep the block of splits from `start` at size m: its checkpoint written (when
+        `on_disk`), named by its identity and the sha256 of that identity and its bytes."""
         if self.on_disk:
+            count = block.splits
+            digest = _sha256(self._identity(m, start, count).encode() + block.data)
+            name = f"m{m:07d}_s{start:07d}_n{count}_{self.key}_{digest}.csv"
             with writing(self.dir, "a checkpoint"):
-                atomic_write_text(self.dir / name, text, durable=False)  # verified when read
-        self.frames[(m, start)] = pd.read_csv(io.StringIO(text))
+                atomic_write_bytes(self.dir / name, block.data, durable=False)  # verified when read
+        self.frames[(m, start)] = block.frame
 
     def load_all(self) -> pd.DataFrame:
         return pd.concat([self.frames[k] for k in sorted(self.frames)], ignore_index=True)

@@ -178,3 +178,46 @@ def test_report_serves_one_folder_only(tmp_path):
     assert result.exit_code == 2
     assert "error: --serve serves one results folder, not 2" in result.output
     assert not (one / "REPORT.md").exists()
+
+
+@pytest.mark.parametrize(
+    ("tasks", "workers", "size"),
+    [(3000, 100, 7), (757, 100, 1), (268, 2, 8), (16, 2, 2), (7, 2, 1), (0, 0, 1)],
+)
+def test_a_dask_batch_gives_every_worker_several_and_stays_short(tasks, workers, size):
+    assert pool.dask_batch(tasks, workers) == size
+    if tasks:  # at least BATCHES_PER_WORKER batches a worker, unless that needs single calls
+        assert size == 1 or tasks / size >= pool.BATCHES_PER_WORKER * workers
+
+
+def _square(x: int) -> tuple[int, int]:
+    return x, x * x
+
+
+def test_dask_batches_several_calls_a_task_and_returns_each_result(monkeypatch):
+    """With two workers and 64 calls, 8 calls a dask task (joblib's batch): fewer tasks than
+    calls reach the scheduler, every call's result comes back once, on its own."""
+    distributed = pytest.importorskip("distributed")
+    from distributed.diagnostics.plugin import SchedulerPlugin
+
+    class Tasks(SchedulerPlugin):
+        def __init__(self) -> None:
+            self.keys: set[str] = set()
+
+        def transition(self, key, start, finish, *args, **kwargs) -> None:
+            if start == "processing" and finish == "memory":
+                self.keys.add(str(key))
+
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, protocol="tcp", host="127.0.0.1",
+        dashboard_address=None,
+    ) as cluster:  # fmt: skip
+        seen = Tasks()
+        cluster.scheduler.add_plugin(seen)
+        with pool.parallel("dask", 2, cluster.scheduler_address):
+            got = list(pool.map_unordered(_square, [(x,) for x in range(64)], "dask", 2))
+    assert sorted(got) == [(x, x * x) for x in range(64)]
+    assert pool.dask_batch(64, 2) == 8
+    # joblib hands out batches of 8 (its last slice of calls in single calls): never one
+    # call a task for all
+    assert 1 < len(seen.keys) < 64, sorted(seen.keys)

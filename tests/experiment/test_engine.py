@@ -62,6 +62,22 @@ def test_results_do_not_depend_on_how_splits_are_grouped(m):
         assert whole.separable.any()
 
 
+def test_a_task_returns_its_block_as_the_checkpoint_text_and_the_rows_read_back():
+    """A task sends the client its block's checkpoint text and the rows parsed back from it
+    (`results.Block`), which hold run_block's very numbers: the client only hashes and
+    writes the text, and keeps the rows a resumed run would read."""
+    X, y, layout = mixed_data(seed=3)
+    data = EncodedData.encode(X, y, layout)
+    models = [NaiveBayes(layout), LogisticRegression(layout)]
+    protocol = Protocol(5, "stratified", "rest")
+    m, start, block = engine._task(data, models, 8, range(6, 18), protocol)
+    rows = run_block(data, models, 8, range(6, 18), protocol)
+    assert (m, start, block.splits) == (8, 6, 12)
+    assert block.data == rows.to_csv(index=False, lineterminator="\n").encode()
+    pd.testing.assert_frame_equal(block.frame, rows)
+    assert rows.separable.any() and (rows.error % 1 != 0).any()  # the sampler's rows too
+
+
 # --- issue 30 §2 and §5: every class in every test set; Ctrl-C within a second -----------------
 
 

@@ -193,3 +193,33 @@ def test_panels_in_a_study_write_what_run_writes(mirror_env, tmp_path):
     run_study(["lenses", "voting"], splits=5, out=tmp_path / "study")
     for name in ("lenses", "voting"):
         assert _files(tmp_path / "study", name) == _files(tmp_path / "alone", name)
+
+
+def test_a_study_batched_on_dask_writes_what_run_writes_and_one_checkpoint_a_block(
+    folder, reference, tmp_path, monkeypatch
+):
+    """16 blocks on 2 workers: 2 blocks a dask task (`parallel.dask_batch`); each block is
+    still saved on its own, as it comes back, and the bytes are the runs' alone."""
+    distributed = pytest.importorskip("distributed")
+    from genvdis._runtime import parallel
+
+    saved: list[tuple[int, int]] = []
+    save = results.CheckpointStore.save
+    monkeypatch.setattr(
+        results.CheckpointStore,
+        "save",
+        lambda self, m, start, block: saved.append((m, start)) or save(self, m, start, block),
+    )
+    sizes: list[int] = []
+    batch = parallel.dask_batch
+    monkeypatch.setattr(parallel, "dask_batch", lambda *a: sizes.append(batch(*a)) or sizes[-1])
+    out = tmp_path / "study"
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, protocol="tcp", host="127.0.0.1",
+        dashboard_address=None,
+    ) as cluster:  # fmt: skip
+        run_study(folder, splits=6, out=out, backend="dask", scheduler=cluster.scheduler_address)
+    assert sizes == [2]
+    assert len(saved) == 16  # (2 + 3 + 3 sizes) x 2 blocks of 3 splits, each saved once
+    for name in GRIDS:
+        assert _files(out, name) == _files(reference, name)

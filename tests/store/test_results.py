@@ -105,16 +105,16 @@ def _fail_writes(monkeypatch, where: str, after: int, code: int, stamp: bool = F
     """The writer fails with OSError(code) from its (after + 1)-th write into a folder named
     `where` on (the checkpoints' fingerprint stamp counts only with `stamp`), leaving what was
     written before."""
-    write, done = results.atomic_write_text, []
+    write, done = results.atomic_write_bytes, []  # atomic_write_text's writer too
 
-    def failing(path: Path, text: str, durable: bool = True) -> None:
+    def failing(path: Path, data: bytes, durable: bool = True) -> None:
         if path.parent.name == where and (stamp or path.name != "fingerprint"):
             if len(done) >= after:
                 raise OSError(code, os.strerror(code))
             done.append(path)
-        write(path, text, durable)
+        write(path, data, durable)
 
-    monkeypatch.setattr(results, "atomic_write_text", failing)
+    monkeypatch.setattr(results, "atomic_write_bytes", failing)
 
 
 @pytest.fixture(scope="module")
@@ -956,3 +956,74 @@ def test_a_rerun_committing_while_report_works_is_not_mixed_into_the_explorer(
         f"error: {out / 'toy' / 'differences.csv'}: not the analysis of this run's summary.csv "
         f"(the run was rerun after it was analysed); analyse it again with `genvdis report {out}`",
     )
+
+
+# --- a block's checkpoint, made on the worker -----------------------------------------------
+
+
+def _block_rows(start: int = 3, count: int = 3) -> pd.DataFrame:
+    """A block's rows as `engine.run_block` returns them: two models, errors / n_test with
+    ratios that take 17 significant digits to write, one separable split."""
+    split = np.tile(np.arange(start, start + count), 2)
+    errors = np.array([7, 1, 12, 0, 3, 30])[: split.size]
+    frame = pd.DataFrame(
+        {
+            "model": np.repeat(["naive_bayes", "logistic_regression"], count),
+            "m": 10,
+            "split": split,
+            "n_test": 137,
+            "errors": errors,
+        }
+    )
+    frame["error"] = frame["errors"] / frame["n_test"]
+    frame["separable"] = np.arange(split.size) == 1
+    frame["trajectories"] = np.where(frame["separable"], 30, 0)
+    return frame
+
+
+def test_a_block_is_pandas_csv_text_and_the_rows_read_back_from_it():
+    """The text is pandas' own CSV of the rows (the checkpoint's bytes), the frame is what
+    pandas reads back from that text (what a resumed run reads), and nothing is lost on
+    the way: the very numbers of the rows."""
+    import io
+
+    rows = _block_rows()
+    block = results.Block.of(rows)
+    assert block.data == rows.to_csv(index=False, lineterminator="\n").encode()
+    assert block.splits == 3
+    pd.testing.assert_frame_equal(block.frame, pd.read_csv(io.BytesIO(block.data)))
+    pd.testing.assert_frame_equal(block.frame, rows)
+
+
+@pytest.mark.parametrize("pickled", [False, True])  # True: as a worker sends it to the client
+def test_a_saved_block_keeps_the_checkpoint_name_scheme_and_reads_back_whole(tmp_path, pickled):
+    """`save` names the checkpoint by its identity and the sha256 of the identity line and the
+    bytes (spelled out here, so checkpoints of earlier runs still verify), writes the block's
+    text, and keeps its frame; a second store of the same run (a resume) reads the file back to
+    the same frame, and a store not on disk keeps the same frame and writes nothing."""
+    import hashlib
+    import pickle
+
+    key = "0123456789abcdef"
+    block = results.Block.of(_block_rows(start=3))
+    if pickled:
+        block = pickle.loads(pickle.dumps(block))
+    store = results.CheckpointStore(tmp_path / "run", key, {10: 3}, 6, 2)
+    assert store.open() == 0
+    store.save(10, 3, block)
+    identity = f"genvdis checkpoint m=10 start=3 splits=3 fingerprint={key}\n".encode()
+    digest = hashlib.sha256(identity + block.data).hexdigest()
+    (path,) = (tmp_path / "run" / results.CHECKPOINTS).glob("*.csv")
+    assert (path.name, path.read_bytes()) == (
+        f"m0000010_s0000003_n3_{key}_{digest}.csv",
+        block.data,
+    )
+    resumed = results.CheckpointStore(tmp_path / "run", key, {10: 3}, 6, 2)
+    assert resumed.open() == 1 and resumed.done(10, 3) and not resumed.done(10, 0)
+    pd.testing.assert_frame_equal(resumed.load_all(), store.load_all())
+    pd.testing.assert_frame_equal(store.load_all(), block.frame)
+    memory = results.CheckpointStore(tmp_path / "short", key, {10: 3}, 6, 2, on_disk=False)
+    assert memory.open() == 0
+    memory.save(10, 3, block)
+    assert not (tmp_path / "short").exists()
+    pd.testing.assert_frame_equal(memory.load_all(), block.frame)
