@@ -116,14 +116,12 @@ def map_unordered(
         return (function(*args) for args in calls)
     import joblib
 
-    if backend != "dask":
-        runner = joblib.Parallel(return_as="generator_unordered")
-        return runner(joblib.delayed(function)(*args) for args in calls)
-    calls = list(calls)
-    size = dask_batch(len(calls), _dask_threads())
-    runner = joblib.Parallel(
-        return_as="generator_unordered", batch_size=size, pre_dispatch=f"{2 * size}*n_jobs"
-    )
+    batching: dict[str, object] = {}
+    if backend == "dask":
+        calls = list(calls)
+        size = dask_batch(len(calls), _dask_threads())
+        batching = {"batch_size": size, "pre_dispatch": f"{2 * size}*n_jobs"}
+    runner = joblib.Parallel(return_as="generator_unordered", **batching)
     return runner(joblib.delayed(function)(*args) for args in calls)
 
 
