@@ -46,23 +46,17 @@ def _run(config: str, splits: int, extra: list[str], out: Path, tree: str | None
     """CPU seconds of one `genvdis run` (python -m genvdis: the same for every checkout)."""
     command = [sys.executable, "-m", "genvdis", "run", config, "--splits", str(splits)]
     command += [*extra, "--out", str(out), "-q"]
-    cpu = children_cpu()
-    done = subprocess.run(command, env=child_env(tree), capture_output=True, text=True)
-    if done.returncode != 0:
-        sys.exit(f"failed: {' '.join(command)}\n{done.stderr[-2000:]}")
-    return children_cpu() - cpu
+    return _timed(command, tree)[1]
 
 
-STUDY_CASES = {  # name: extra arguments of `genvdis run` and `genvdis study`
-    "loky, 2 workers": ["--jobs", "2", "--force"],
-    "dask, 2 workers": ["--jobs", "2", "--force", "--backend", "dask"],
-}
+# extra arguments of `genvdis run` and `genvdis study`: the cases with workers
+STUDY_CASES = {case: CASES[case] for case in ("loky, 2 workers", "dask, 2 workers")}
 
 
-def _timed(command: list[str]) -> tuple[float, float]:
-    """(wall, CPU) seconds of one command, its workers' CPU included."""
+def _timed(command: list[str], tree: str | None = None) -> tuple[float, float]:
+    """(wall, CPU) seconds of one command, its workers' CPU included (`tree`: `child_env`'s)."""
     started, cpu = time.perf_counter(), children_cpu()
-    done = subprocess.run(command, env=child_env(None), capture_output=True, text=True)
+    done = subprocess.run(command, env=child_env(tree), capture_output=True, text=True)
     if done.returncode != 0:
         sys.exit(f"failed: {' '.join(command)}\n{done.stderr[-2000:]}")
     return time.perf_counter() - started, children_cpu() - cpu
