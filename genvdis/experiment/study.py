@@ -29,7 +29,7 @@ from typing import TypeVar
 from genvdis._runtime import kernelcache, tuning
 from genvdis._runtime import parallel as backends
 from genvdis.config import builtin
-from genvdis.config.experiment import ExperimentConfig, is_theory_config, read_yaml
+from genvdis.config.experiment import ExperimentConfig, is_theory_config, load_config, read_yaml
 from genvdis.errors import UserError
 from genvdis.experiment import engine
 from genvdis.progress import Progress, silent
@@ -84,8 +84,6 @@ def _yaml_files(folder: Path) -> list[Path]:
 
 def load(entry: Entry) -> ExperimentConfig:
     """The entry's run config; a theory config is refused, naming what runs it."""
-    from genvdis.config.experiment import load_config
-
     path = builtin.resolve(entry.source, "panel")
     if is_theory_config(read_yaml(path)):
         raise UserError("a theory config: `genvdis theory` runs it, not a study")
