@@ -20,13 +20,14 @@ import argparse
 import filecmp
 import os
 import re
-import resource
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from bench_startup import children_cpu
 
 HERE = Path(__file__).resolve().parents[1]
 DOCS_LINK = re.compile(rb"(\.\./)+[A-Za-z0-9_./+-]*/docs/")
@@ -36,13 +37,10 @@ def _run(tree: Path, folder: Path, jobs: int) -> tuple[float, float]:
     """(CPU s, wall s) of `genvdis report examples/ . --jobs J` in `folder`, `tree`'s code."""
     env = {**os.environ, "PYTHONPATH": str(tree), "MPLBACKEND": "Agg"}
     command = [sys.executable, "-m", "genvdis", "report", "examples/", ".", "--jobs", str(jobs)]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
+    before, start = children_cpu(), time.perf_counter()
     subprocess.run(command, env=env, cwd=folder, check=True, capture_output=True)
     wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return cpu, wall
+    return children_cpu() - before, wall
 
 
 def _differing(a: Path, b: Path) -> list[str]:
