@@ -64,7 +64,9 @@ def write_study(
         results.atomic_write_csv(path, table)
         written.append(path)
         written += plot_verdicts(numbers.counts, out / resultnames.STUDY_VERDICTS)
-        written += plot_crossovers(table, numbers.slope_d, out / resultnames.STUDY_MSTAR)
+        written += plot_crossovers(
+            table, numbers.cross, numbers.slope_d, out / resultnames.STUDY_MSTAR
+        )
         blocks = build_blocks(table, numbers, n_boot, seed)
         for name, text in (
             (resultnames.STUDY_MD, markdown.to_markdown(blocks)),
@@ -385,12 +387,15 @@ def plot_verdicts(counts: pd.DataFrame, stem: Path) -> list[Path]:
     return save_figure(fig, stem)
 
 
-def plot_crossovers(table: pd.DataFrame, fit: dict[str, Any], stem: Path) -> list[Path]:
-    """m* against d, log-log: each dataset with its m*'s interval, the Figure 1 panels filled
-    and named, the others hollow, and the OLS line of log m* on log d."""
+def plot_crossovers(
+    table: pd.DataFrame, cross: pd.DataFrame, fit: dict[str, Any], stem: Path
+) -> list[Path]:
+    """m* against d, log-log: each dataset with its m*'s interval (`cross`: the table's
+    `st.crossovers`), the Figure 1 panels filled and named, the others hollow, and the OLS
+    line of log m* on log d."""
     fig, ax = plt.subplots(figsize=(6, 4.2))
-    data = table.assign(m_star=st.crossovers(table).set_index("name")["m_star"].reindex(
-        table["name"]).to_numpy())  # fmt: skip
+    m_star = cross.set_index("name")["m_star"].reindex(table["name"]).to_numpy()
+    data = table.assign(m_star=m_star)
     data = data[data["m_star"].notna() & data["d"].notna() & (data["d"] > 0)]
     for figure1, marker in ((True, "o"), (False, "s")):
         part = data[data["is_figure1"] == figure1]
