@@ -10,7 +10,6 @@ docs/study.md says how to read each section.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,7 +26,7 @@ from genvdis.analysis import study as st
 from genvdis.config import resultnames
 from genvdis.report import markdown
 from genvdis.report._format import Block, fmt, fmt_ci, fmt_int, is_missing
-from genvdis.report.explorer import asset, json_number, script_safe
+from genvdis.report.explorer import inline_page, json_number
 from genvdis.report.plotting import save_figure
 from genvdis.report.styles import STYLES, TABLEAU
 from genvdis.store import results
@@ -483,10 +482,4 @@ def page_data(table: pd.DataFrame, study_runs: Sequence[st.StudyRun], num: Numbe
 
 def build_page(data: dict[str, Any]) -> str:
     """The whole page: CSS, data (JSON) and script inline, as the panels' explorer is."""
-    payload = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return asset("study-explorer.html").format(
-        css=asset("study-explorer.css"),
-        data=script_safe(payload),
-        script=script_safe(asset("study-explorer.js")),
-        datasets=len(data["datasets"]),
-    )
+    return inline_page("study-explorer", data, datasets=len(data["datasets"]))
