@@ -377,9 +377,8 @@ def analyse_panel(
     errors: pd.DataFrame, config: dict[str, Any], folder: str, n_boot: int = 1000, seed: int = 0
 ) -> PanelAnalysis:
     """One run from its per-split errors and its config's keys (`runfiles.read_panel_config`)."""
-    found = errors["model"].unique()  # once: errors.csv has a row per model, m and split
-    present = list(dict.fromkeys(config["models"] + sorted(found)))
-    present = [x for x in present if x in set(found)]
+    found = set(errors["model"].unique())  # once: errors.csv has a row per model, m and split
+    present = [x for x in dict.fromkeys(config["models"] + sorted(found)) if x in found]
     m_min, m_max = int(errors["m"].min()), int(errors["m"].max())
     row: dict[str, Any] = dict(
         folder=folder,

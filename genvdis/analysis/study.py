@@ -306,8 +306,10 @@ def robustness(sweeps: pd.DataFrame | None, names: Sequence[str]) -> pd.DataFram
         row["kept"] = int((t["keeps_verdict"].astype(str) == "True").sum())
         rows.append(row)
     table = pd.DataFrame(rows)
-    rank = table["variant"].map(lambda v: 0 if v == "baseline" else 1)
-    rank = rank.where(rank == 0, 2 - table["main"].astype(int))
+    rank = [
+        0 if variant == "baseline" else 1 if main else 2
+        for variant, main in zip(table["variant"], table["main"], strict=True)
+    ]
     table = table.assign(rank=rank).sort_values(["rank", "variant"], kind="stable")
     return table.drop(columns="rank").reset_index(drop=True)
 

@@ -324,25 +324,31 @@ def _model_styles(panels: list[dict]) -> list[dict[str, str]]:
 # --------------------------------------------------------------------------- the page
 
 
-def asset(name: str) -> str:
-    """A page file shipped beside this module (html, css, js), as text."""
+def _asset(name: str) -> str:
     return resources.files("genvdis.report").joinpath(name).read_text(encoding="utf-8")
 
 
-def script_safe(text: str) -> str:
+def _script_safe(text: str) -> str:
     """Inline text that cannot close its <script> or <style> element early."""
     return text.replace("</", "<\\/")
 
 
+def inline_page(stem: str, data: dict[str, Any], **fields: Any) -> str:
+    """A page shipped beside this module as `<stem>`.html, .css and .js, whole: its CSS, its
+    data (JSON) and its script inline, so it works from file://; `fields` fill the rest of
+    the template."""
+    payload = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return _asset(f"{stem}.html").format(
+        css=_asset(f"{stem}.css"),
+        data=_script_safe(payload),
+        script=_script_safe(_asset(f"{stem}.js")),
+        **fields,
+    )
+
+
 def build_page(data: dict[str, Any]) -> str:
     """The whole page: CSS, data (JSON) and script inline."""
-    payload = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return asset("explorer.html").format(
-        css=asset("explorer.css"),
-        data=script_safe(payload),
-        script=script_safe(asset("explorer.js")),
-        panels=len(data["panels"]),
-    )
+    return inline_page("explorer", data, panels=len(data["panels"]))
 
 
 def page_path(results_dir: Path) -> Path:

@@ -28,7 +28,7 @@ from genvdis.report._format import (
     is_missing,
     panel_label,
 )
-from genvdis.report.explorer import page_path, write_explorer
+from genvdis.report.explorer import write_explorer
 from genvdis.report.stability import stability_blocks
 from genvdis.store import results
 
@@ -526,6 +526,6 @@ def write_reports(
         with results.writing(results_dir, "the report", results.AGAIN):
             results.atomic_write_text(md, to_markdown(blocks))
             results.atomic_write_text(page, to_html(blocks, "genvdis report"))
-            write_explorer(results_dir, page_path(results_dir), apart)
+            write_explorer(results_dir, apart=apart)
         written.append((md, page))
     return written

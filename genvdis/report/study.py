@@ -10,7 +10,6 @@ docs/study.md says how to read each section.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,7 +26,7 @@ from genvdis.analysis import study as st
 from genvdis.config import resultnames
 from genvdis.report import markdown
 from genvdis.report._format import Block, fmt, fmt_ci, fmt_int, is_missing
-from genvdis.report.explorer import asset, json_number, script_safe
+from genvdis.report.explorer import inline_page, json_number
 from genvdis.report.plotting import save_figure
 from genvdis.report.styles import STYLES, TABLEAU
 from genvdis.store import results
@@ -64,7 +63,9 @@ def write_study(
         results.atomic_write_csv(path, table)
         written.append(path)
         written += plot_verdicts(numbers.counts, out / resultnames.STUDY_VERDICTS)
-        written += plot_crossovers(table, numbers.slope_d, out / resultnames.STUDY_MSTAR)
+        written += plot_crossovers(
+            table, numbers.cross, numbers.slope_d, out / resultnames.STUDY_MSTAR
+        )
         blocks = build_blocks(table, numbers, n_boot, seed)
         for name, text in (
             (resultnames.STUDY_MD, markdown.to_markdown(blocks)),
@@ -385,12 +386,15 @@ def plot_verdicts(counts: pd.DataFrame, stem: Path) -> list[Path]:
     return save_figure(fig, stem)
 
 
-def plot_crossovers(table: pd.DataFrame, fit: dict[str, Any], stem: Path) -> list[Path]:
-    """m* against d, log-log: each dataset with its m*'s interval, the Figure 1 panels filled
-    and named, the others hollow, and the OLS line of log m* on log d."""
+def plot_crossovers(
+    table: pd.DataFrame, cross: pd.DataFrame, fit: dict[str, Any], stem: Path
+) -> list[Path]:
+    """m* against d, log-log: each dataset with its m*'s interval (`cross`: the table's
+    `st.crossovers`), the Figure 1 panels filled and named, the others hollow, and the OLS
+    line of log m* on log d."""
     fig, ax = plt.subplots(figsize=(6, 4.2))
-    data = table.assign(m_star=st.crossovers(table).set_index("name")["m_star"].reindex(
-        table["name"]).to_numpy())  # fmt: skip
+    m_star = cross.set_index("name")["m_star"].reindex(table["name"]).to_numpy()
+    data = table.assign(m_star=m_star)
     data = data[data["m_star"].notna() & data["d"].notna() & (data["d"] > 0)]
     for figure1, marker in ((True, "o"), (False, "s")):
         part = data[data["is_figure1"] == figure1]
@@ -478,10 +482,4 @@ def page_data(table: pd.DataFrame, study_runs: Sequence[st.StudyRun], num: Numbe
 
 def build_page(data: dict[str, Any]) -> str:
     """The whole page: CSS, data (JSON) and script inline, as the panels' explorer is."""
-    payload = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return asset("study-explorer.html").format(
-        css=asset("study-explorer.css"),
-        data=script_safe(payload),
-        script=script_safe(asset("study-explorer.js")),
-        datasets=len(data["datasets"]),
-    )
+    return inline_page("study-explorer", data, datasets=len(data["datasets"]))
