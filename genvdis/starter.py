@@ -424,7 +424,8 @@ def dataset_choices(
     info = get_info(name)
     raw = load_registered(name, mirror=mirror)
     if attributes is not None:
-        raw.attributes = {a: k for a, k in raw.attributes.items() if a in set(attributes)}
+        kept = set(attributes)
+        raw.attributes = {a: k for a, k in raw.attributes.items() if a in kept}
     chosen = choose_target(raw.frame[raw.target], raw.target, positive)
     columns = registered_columns(raw, name)
     missing, missing_why, keep = choose_missing(raw.frame, columns, chosen.y.notna(), "'?'")
