@@ -128,6 +128,15 @@ def _run_options(
     }  # fmt: skip
 
 
+def _passed_run_options(caller: str, options: dict[str, Any]) -> dict[str, Any]:
+    """`run`'s options passed on by `caller` through its ``**options``: a key `run` does not
+    take is named, not a TypeError."""
+    unknown = [key for key in options if key not in RUN_OPTIONS]
+    if unknown:
+        raise UserError(f"{caller}: no argument '{unknown[0]}' (run's: {', '.join(RUN_OPTIONS)})")
+    return _run_options(**options)
+
+
 def load_config(source: str | Path) -> ExperimentConfig:
     """Read and validate a run config: a YAML file, or the name of a built-in one.
 
@@ -515,10 +524,7 @@ def sweep(
     from genvdis.config.experiment import ExperimentConfig
     from genvdis.experiment import sweeps
 
-    unknown = [key for key in options if key not in RUN_OPTIONS]
-    if unknown:
-        raise UserError(f"sweep: no argument '{unknown[0]}' (run's: {', '.join(RUN_OPTIONS)})")
-    options = _run_options(**options)
+    options = _passed_run_options("sweep", options)
     splits, seed = _optional_whole("splits", splits), _optional_whole("seed", seed)
     vary = _strings("vary", vary, "KEY=V1,V2 items", single=True)
     if variants is not None:
@@ -576,10 +582,7 @@ def run_study(
     """
     from genvdis.experiment import study
 
-    unknown = [key for key in options if key not in RUN_OPTIONS]
-    if unknown:
-        raise UserError(f"run_study: no argument '{unknown[0]}' (run's: {', '.join(RUN_OPTIONS)})")
-    options = _run_options(**options)
+    options = _passed_run_options("run_study", options)
     splits, seed = _optional_whole("splits", splits), _optional_whole("seed", seed)
     skip = _flag("skip_invalid", skip_invalid)
     _path_arg("out", out, "the results folder")
@@ -587,9 +590,7 @@ def run_study(
     if configs is None:
         entries = study.builtin_entries(Path(out))
     else:
-        sources = _sources(
-            "configs", configs if not isinstance(configs, str | os.PathLike) else [configs]
-        )
+        sources = _sources("configs", configs)
         for source in sources:
             _path_arg("configs", source, "a config file, a folder or a built-in name")
         entries = study.collect(sources, Path(out))

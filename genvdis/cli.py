@@ -402,6 +402,15 @@ def plot(
         typer.echo(str(path))
 
 
+def _check_boot(boot: int) -> None:
+    """--boot within the bounds the statistics take, checked before any folder is read."""
+    from genvdis.config.experiment import MAX_BOOT, MIN_BOOT
+    from genvdis.errors import UserError
+
+    if not MIN_BOOT <= boot <= MAX_BOOT:
+        raise UserError(f"--boot must be from {MIN_BOOT} to {MAX_BOOT}, not {boot}")
+
+
 @app.command()
 @_guarded
 def report(
@@ -418,15 +427,13 @@ def report(
 ) -> None:
     """Crossovers, asymptotes and verdicts per run: REPORT.md, REPORT.html, explorer.html."""
     from genvdis._runtime import parallel as pool
-    from genvdis.config.experiment import MAX_BOOT, MIN_BOOT
     from genvdis.errors import UserError
     from genvdis.report import explorer
     from genvdis.report.markdown import write_reports
     from genvdis.store import results
 
     folders = results_dirs or [Path("results")]
-    if not MIN_BOOT <= boot <= MAX_BOOT:
-        raise UserError(f"--boot must be from {MIN_BOOT} to {MAX_BOOT}, not {boot}")
+    _check_boot(boot)
     if serve and len(folders) > 1:
         raise UserError(f"--serve serves one results folder, not {len(folders)}")
     pool.check_jobs(jobs)
@@ -458,12 +465,9 @@ def study_report(
 ) -> None:
     """The cross-dataset report: study.csv, STUDY.md, STUDY.html, figures, study-explorer.html."""
     _headless()
-    from genvdis.config.experiment import MAX_BOOT, MIN_BOOT
-    from genvdis.errors import UserError
     from genvdis.report.study import write_study
 
-    if not MIN_BOOT <= boot <= MAX_BOOT:
-        raise UserError(f"--boot must be from {MIN_BOOT} to {MAX_BOOT}, not {boot}")
+    _check_boot(boot)
     for path in write_study(results_dirs, out, sweeps=sweep or (), n_boot=boot):
         typer.echo(str(path))
 

@@ -231,6 +231,13 @@ def size_grid(n: int, smaller: int) -> list[int]:
     return [bottom, *inner, top] if top > bottom else [top]
 
 
+def _labelled_grid(y: pd.Series) -> tuple[int, int, list[int]]:
+    """(rows, rows of the smaller class, m grid) of the rows a run keeps, `y` their 0/1 labels."""
+    n = len(y)
+    smaller = int(min(y.sum(), n - y.sum()))
+    return n, smaller, size_grid(n, smaller)
+
+
 def _commented(code: str, comment: str = "", at: int = COMMENT_AT) -> list[str]:
     """`code`, then `comment` wrapped into a column from `at` on."""
     if not comment:
@@ -344,9 +351,7 @@ def starter_text(table: Path, target: str, positive: str | list[str] | None, out
     chosen = choose_target(frame[target], target, positive)  # first: the more basic problem
     columns = describe_columns(frame, target, table.name)
     missing, missing_why, keep = choose_missing(frame, columns, chosen.y.notna())
-    y = chosen.y[keep]
-    n, smaller = len(y), int(min(y.sum(), len(y) - y.sum()))
-    sizes = size_grid(n, smaller)
+    n, smaller, sizes = _labelled_grid(chosen.y[keep])
     header = (
         f"A starter config for {table.name}, written by `genvdis init` (genvdis {__version__}): "
         "Ng & Jordan's protocol on your table. Each value was inferred from the file or is a "
@@ -419,13 +424,12 @@ def dataset_choices(
     info = get_info(name)
     raw = load_registered(name, mirror=mirror)
     if attributes is not None:
-        raw.attributes = {a: k for a, k in raw.attributes.items() if a in set(attributes)}
+        kept = set(attributes)
+        raw.attributes = {a: k for a, k in raw.attributes.items() if a in kept}
     chosen = choose_target(raw.frame[raw.target], raw.target, positive)
     columns = registered_columns(raw, name)
     missing, missing_why, keep = choose_missing(raw.frame, columns, chosen.y.notna(), "'?'")
-    y = chosen.y[keep]
-    n, smaller = len(y), int(min(y.sum(), len(y) - y.sum()))
-    sizes = size_grid(n, smaller)
+    n, smaller, sizes = _labelled_grid(chosen.y[keep])
     return DatasetChoices(
         info, len(raw.frame), columns, chosen, missing, missing_why, n, smaller, sizes
     )
@@ -500,16 +504,17 @@ def write_dataset_starter(
 ) -> Path:
     """Write the study config for the registered dataset `name` (default: ./<name>.yaml)."""
     output = Path(output) if output is not None else Path(f"{name}.yaml")
-    _check_output(output)
-    if output.exists() and not force:
-        raise UserError(f"{output}: already exists (--force overwrites it)")
+    _check_output(output, force)
     _write(output, dataset_starter_text(name, positive, output, mirror=mirror))
     return output
 
 
-def _check_output(output: Path) -> None:
+def _check_output(output: Path, force: bool) -> None:
+    """A config file's path that is no folder, and no file already there unless `force`."""
     if output.is_dir():
         raise UserError(f"--output: {output} is a folder; give the config file's path")
+    if output.exists() and not force:
+        raise UserError(f"{output}: already exists (--force overwrites it)")
 
 
 def _write(output: Path, text: str) -> None:
@@ -536,9 +541,7 @@ def write_starter(
     output = Path(output) if output is not None else Path(f"{config_name(table)}.yaml")
     if output.exists() and output.resolve() == table.resolve():
         raise UserError(f"--output: {output} is the table itself")
-    _check_output(output)
-    if output.exists() and not force:
-        raise UserError(f"{output}: already exists (--force overwrites it)")
+    _check_output(output, force)
     _write(output, starter_text(table, target, positive, output))
     return output
 
@@ -628,9 +631,7 @@ def openml_starter_text(entry: SuiteDataset, suite: str, output: Path) -> str:
         for name, kind in raw.attributes.items()
     ]
     missing, missing_why, keep = choose_missing(raw.frame, columns, chosen.y.notna())
-    y = chosen.y[keep]
-    n, smaller = len(y), int(min(y.sum(), len(y) - y.sum()))
-    sizes = size_grid(n, smaller)
+    n, smaller, sizes = _labelled_grid(chosen.y[keep])
     counts = {kind: sum(c.kind == kind for c in columns) for kind in ("discrete", "continuous")}
     task = f", task {entry.task_id}" if entry.task_id else ""
     header = (

@@ -668,9 +668,6 @@ REGISTRY: dict[str, DatasetInfo] = {
             _csv_parser(["id", *BCW_ATTRIBUTES, "class"]), _kinds(BCW_ATTRIBUTES), "class",
             classes=2,
         ),
-
-
-
         # --- study datasets, part 2 ---
         _registered(
             "spambase", "Spambase: e-mail spam (1) or not (0), 57 word/character statistics",
@@ -814,9 +811,6 @@ REGISTRY: dict[str, DatasetInfo] = {
             _kinds(ARRHYTHMIA_CONTINUOUS, ARRHYTHMIA_DISCRETE), "class",
             classes=13,
         ),
-
-
-
     ]
 }  # fmt: skip
 
