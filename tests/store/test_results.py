@@ -945,9 +945,9 @@ def test_a_rerun_committing_while_report_works_is_not_mixed_into_the_explorer(
     config = write_toy(tmp_path, toy_config("sizes: [10, 20, 40]", "splits: 8"), "toy.yaml")
     write = report.write_explorer
 
-    def rerun_then_write(folder, *args):
+    def rerun_then_write(folder, *args, **kwargs):
         genvdis.run(config, seed=1, out=out)
-        return write(folder, *args)
+        return write(folder, *args, **kwargs)
 
     monkeypatch.setattr(report, "write_explorer", rerun_then_write)
     code, stderr = _invoke("report", out, "--boot", "100")  # the rerun logs its lines first
