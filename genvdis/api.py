@@ -310,7 +310,7 @@ def check_run_options(
 
     pool.check_jobs(_whole("--jobs", jobs, WORKERS))
     if not isinstance(backend, str) or backend not in pool.BACKENDS:
-        raise UserError(f"--backend must be {', '.join(pool.BACKENDS)}, not {backend!r}")
+        raise UserError(f"--backend must be one of {', '.join(pool.BACKENDS)}, not {backend!r}")
     if scheduler is not None and not isinstance(scheduler, str):
         raise UserError(f"--scheduler: give an address as a str, not {type(scheduler).__name__}")
     if scheduler and backend != "dask":
