@@ -37,7 +37,8 @@ from bench_startup import child_env, children_cpu
 
 CASES = {  # name: extra arguments of `genvdis run`
     "--jobs 1": ["--jobs", "1"],
-    "loky, 2 workers": ["--jobs", "2", "--force"],
+    "forked, 2 workers": ["--jobs", "2", "--force"],  # the default backend, processes
+    "loky, 2 workers": ["--jobs", "2", "--force", "--backend", "loky"],
     "dask, 2 workers": ["--jobs", "2", "--force", "--backend", "dask"],
 }
 
@@ -50,7 +51,9 @@ def _run(config: str, splits: int, extra: list[str], out: Path, tree: str | None
 
 
 # extra arguments of `genvdis run` and `genvdis study`: the cases with workers
-STUDY_CASES = {case: CASES[case] for case in ("loky, 2 workers", "dask, 2 workers")}
+STUDY_CASES = {
+    case: CASES[case] for case in ("forked, 2 workers", "loky, 2 workers", "dask, 2 workers")
+}
 
 
 def _timed(command: list[str], tree: str | None = None) -> tuple[float, float]:

@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from genvdis.config.experiment import ExperimentConfig
     from genvdis.progress import Progress
 
-BACKENDS = ("loky", "threading", "dask")
 RUN_OPTIONS = ("jobs", "backend", "scheduler", "progress", "force", "wait", "allow_imports")
 WORKERS, PREFIXES = "a whole number of workers", "import prefixes"
 
@@ -111,7 +110,7 @@ def _sources(name: str, value: Any) -> list[Any]:
 
 
 def _run_options(
-    jobs: Any = 1, backend: Any = "loky", scheduler: Any = None, progress: Any = None,
+    jobs: Any = 1, backend: Any = "processes", scheduler: Any = None, progress: Any = None,
     force: Any = False, wait: Any = False, allow_imports: Any = (),
 ) -> dict[str, Any]:  # fmt: skip
     """`run`'s execution options checked and normalised (`sweep` passes them on to it)."""
@@ -280,7 +279,7 @@ def _clash(
 def check_run_options(
     *,
     jobs: int = 1,
-    backend: str = "loky",
+    backend: str = "processes",
     scheduler: str | None = None,
     allow_imports: Iterable[str] = (),
 ) -> None:
@@ -310,8 +309,8 @@ def check_run_options(
     from genvdis.models import estimators
 
     pool.check_jobs(_whole("--jobs", jobs, WORKERS))
-    if not isinstance(backend, str) or backend not in BACKENDS:
-        raise UserError(f"--backend must be loky, threading or dask, not {backend!r}")
+    if not isinstance(backend, str) or backend not in pool.BACKENDS:
+        raise UserError(f"--backend must be one of {', '.join(pool.BACKENDS)}, not {backend!r}")
     if scheduler is not None and not isinstance(scheduler, str):
         raise UserError(f"--scheduler: give an address as a str, not {type(scheduler).__name__}")
     if scheduler and backend != "dask":
@@ -409,7 +408,7 @@ def run(  # its length is the numpydoc docstring; the code is under 30 lines
     seed: int | None = None,
     jobs: int = 1,
     out: str | Path = "results",
-    backend: str = "loky",
+    backend: str = "processes",
     scheduler: str | None = None,
     mirror: str | None = None,
     progress: Progress | None = None,
@@ -427,12 +426,13 @@ def run(  # its length is the numpydoc docstring; the code is under 30 lines
         Replace the config's number of splits per m, and its seed (Python or numpy integers;
         every integer argument takes both, never a bool or a float).
     jobs : int
-        Parallel workers (capped at the cores; a loky run estimated under 4 CPU-seconds
-        stays in this process, where it is over sooner).
+        Parallel workers (capped at the cores; a run on processes estimated under 4
+        CPU-seconds stays in this process, where it is over sooner).
     out : str or Path
         The results folder; the run writes ``<out>/<config name>/``.
-    backend : {'loky', 'threading', 'dask'}
-        How the workers run; ``scheduler`` is a dask scheduler's address (dask only).
+    backend : {'processes', 'loky', 'threading', 'dask'}
+        How the workers run (``processes``: forked from this process where that is safe,
+        else loky's); ``scheduler`` is a dask scheduler's address (dask only).
     mirror : str, optional
         A base URL or folder replacing the UCI archive (default: ``$GENVDIS_MIRROR``).
     progress : callable, optional

@@ -50,7 +50,10 @@ Wait = Annotated[
     bool, typer.Option("--wait", help="If another run is using a run folder, wait for it.")
 ]
 SeedOption = Annotated[int | None, typer.Option("--seed", help="Random seed (default: config).")]
-Backend = Annotated[str, typer.Option(help="loky, threading or dask.")]
+Backend = Annotated[
+    str,
+    typer.Option(help="processes (forked where safe, else loky), loky, threading or dask."),
+]
 Scheduler = Annotated[
     str | None, typer.Option(help="dask scheduler address (default: a local cluster).")
 ]
@@ -216,7 +219,7 @@ def run(
     jobs: Jobs = 1,
     seed: SeedOption = None,
     out: Out = Path("results"),
-    backend: Backend = "loky",
+    backend: Backend = "processes",
     scheduler: Scheduler = None,
     mirror: Mirror = None,
     quiet: Quiet = False,
@@ -283,7 +286,7 @@ def sweep(
     jobs: Jobs = 1,
     seed: SeedOption = None,
     out: Out = Path("results"),
-    backend: Backend = "loky",
+    backend: Backend = "processes",
     scheduler: Scheduler = None,
     mirror: Mirror = None,
     quiet: Quiet = False,
@@ -318,7 +321,7 @@ def study(
     jobs: Jobs = 1,
     seed: SeedOption = None,
     out: Out = Path("results"),
-    backend: Backend = "loky",
+    backend: Backend = "processes",
     scheduler: Scheduler = None,
     mirror: Mirror = None,
     skip_invalid: Annotated[

@@ -328,14 +328,22 @@ def test_the_results_are_fsynced_and_the_checkpoints_are_not(tmp_path, write_toy
 # --- a short run stays in the run's process -----------------------------------------------------
 
 
-def test_a_short_loky_run_stays_in_process_unless_forced(monkeypatch):
+@pytest.mark.parametrize("forks", [True, False])
+def test_a_short_run_on_processes_stays_in_process_unless_forced(monkeypatch, forks):
+    """Below the crossover its workers' start-up sets (shorter for forked workers, which only
+    load the kernels, than for loky's, which import everything too)."""
     monkeypatch.setattr(joblib, "cpu_count", lambda: 4)
-    short, long = backends.IN_PROCESS_BELOW / 2, backends.IN_PROCESS_BELOW * 2
+    monkeypatch.setattr(backends, "can_fork", lambda: forks)
+    below = backends.FORKED_IN_PROCESS_BELOW if forks else backends.IN_PROCESS_BELOW
+    assert backends.FORKED_IN_PROCESS_BELOW < backends.IN_PROCESS_BELOW
+    short, long = below * 0.9, below * 1.1
     assert backends.worker_count(2, 50, cpu_seconds=short) == 1
     assert backends.worker_count(2, 50, cpu_seconds=long) == 2
     assert backends.worker_count(2, 50, force=True, cpu_seconds=short) == 2
     assert backends.worker_count(2, 50, backend="threading", cpu_seconds=short) == 2
     assert backends.worker_count(8, 3, cpu_seconds=long) == 3
+    loky = backends.IN_PROCESS_BELOW * 0.9
+    assert backends.worker_count(2, 50, backend="loky", cpu_seconds=loky) == 1
 
 
 def test_a_short_run_with_two_jobs_says_so_and_gives_the_same_bytes(

@@ -1,7 +1,7 @@
-"""Where work runs: a run's tasks on loky worker processes, threads or a dask cluster
-(`parallel`, `map_unordered`), and independent per-run work (a panel's analysis, a figure, a
-theory's n) on forked processes (`map_ordered`), with one rule for how many workers
-(`worker_count`).
+"""Where work runs: a run's tasks on worker processes (forked from the run's process where
+that is safe, else loky's), threads or a dask cluster (`parallel`, `map_unordered`), and
+independent per-run work (a panel's analysis, a figure, a theory's n) on forked processes
+(`map_ordered`), with one rule for how many workers (`worker_count`).
 
 Results never depend on this choice (see genvdis.experiment.engine); what it must get right is
 the machine's share: no more workers than tasks or cores (unless asked, with --force), no
@@ -24,7 +24,9 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from genvdis.errors import UserError
@@ -34,12 +36,15 @@ T = TypeVar("T")
 
 PARENT_POLL = 0.5  # seconds between a worker's checks that the run's process is alive
 WORKER_WAIT = 10  # seconds a dask scheduler gets to have a worker
+PROCESSES = "processes"  # the default backend: forked workers where `forks_safely`, else loky's
+BACKENDS = (PROCESSES, "loky", "threading", "dask")
 # A loky worker imports the libraries and loads numba's compiled kernels before its first
-# task (~1.5 s of CPU on the 2-core machine): a run estimated (genvdis.experiment.planning, CPU
-# seconds)
-# below this is over sooner in the run's own process than in workers. Measured by
-# benchmarks/bench_startup.py --crossover (docs/scaling.md).
-IN_PROCESS_BELOW = 4.0
+# task (~1.5 s of CPU on the 2-core machine), a forked one only loads the kernels (~0.4 s): a
+# run estimated (genvdis.experiment.planning, CPU seconds) below these is over sooner in the
+# run's own process than on workers. Measured by benchmarks/bench_startup.py --crossover
+# (docs/scaling.md).
+IN_PROCESS_BELOW = 4.0  # loky's workers
+FORKED_IN_PROCESS_BELOW = 2.0  # forked workers (backend PROCESSES, on Linux)
 
 
 def check_jobs(jobs: int) -> None:
@@ -57,25 +62,34 @@ def can_fork() -> bool:
 
 
 def worker_count(
-    jobs: int, tasks: int, force: bool = False, backend: str = "loky", cpu_seconds: float = 0.0
+    jobs: int, tasks: int, force: bool = False, backend: str = PROCESSES, cpu_seconds: float = 0.0
 ) -> int:
     """--jobs, capped at the tasks to run and (unless `force`) at this machine's cores; 1, this
     process, where `backend` "fork" (`map_ordered`'s, for plot, report and theory, which have
-    no --force) is not safe (`can_fork`), and (unless `force`) for a loky run estimated under
-    `IN_PROCESS_BELOW`. A run's cap is logged, with how --force changes it."""
+    no --force) is not safe (`can_fork`), and (unless `force`) for a run on processes estimated
+    under `IN_PROCESS_BELOW` (`FORKED_IN_PROCESS_BELOW` where they fork). A run's cap is
+    logged, with how --force changes it."""
     if jobs == 1 or (backend == "fork" and not can_fork()):
         return 1
     import joblib
 
     cores, tasks = joblib.cpu_count(), max(1, tasks)
     used = min(jobs, tasks) if force else min(jobs, tasks, cores)
-    if used > 1 and backend == "loky" and not force and cpu_seconds < IN_PROCESS_BELOW:
+    if used > 1 and not force and cpu_seconds < _in_process_below(backend):
         used, why = 1, "a short run: over sooner than workers start; --force uses them"
     elif used < jobs:
         why = f"{tasks} tasks to run" if used == tasks else f"{cores} cores; --force uses more"
     if used < jobs and backend != "fork":  # said for a run, whose --force can change it
         log.info("--jobs %d: using %d worker(s) (%s)", jobs, used, why)
     return used
+
+
+def _in_process_below(backend: str) -> float:
+    """The CPU estimate under which a run on `backend` stays in this process (`worker_count`):
+    workers that start slower need a longer run to pay. Threads and dask: 0, never."""
+    if backend == PROCESSES and can_fork():
+        return FORKED_IN_PROCESS_BELOW
+    return IN_PROCESS_BELOW if backend in (PROCESSES, "loky") else 0.0
 
 
 def worker_cap(jobs: int, force: bool = False) -> int:
@@ -107,6 +121,82 @@ def in_process(backend: str, jobs: int) -> bool:
     return jobs == 1 and backend != "dask"
 
 
+def forks_safely() -> bool:
+    """Whether a run's workers may be forked from this process: on Linux (`can_fork`), with no
+    other thread in it (a lock another thread holds at the fork stays held in the child for
+    good), and no OpenMP runtime loaded (GNU libgomp's threads do not survive a fork: a child's
+    first parallel region can hang; scikit-learn loads it, so a run with estimator entries gets
+    loky's workers). numpy's and scipy's OpenBLAS take care of their threads across a fork."""
+    if not can_fork() or threading.active_count() > 1:
+        return False
+    from threadpoolctl import threadpool_info
+
+    return not any(info.get("user_api") == "openmp" for info in threadpool_info())
+
+
+@dataclass(frozen=True)
+class _Inherited:
+    """An argument the forked workers already hold (`_INHERITED[index]`): sent as this."""
+
+    index: int
+
+
+_FORKED: list[ProcessPoolExecutor] = []  # the pool `parallel` forked, while it is up
+_INHERITED: list = []  # `parallel`'s scatter, as the forked workers got it with the fork
+# said where a forked worker died: the run's process is fine and keeps what it saved
+WORKER_DIED = (
+    "a worker process died (killed, or out of memory?): the blocks saved so far are kept; "
+    "run the same command again to resume"
+)
+
+
+@contextlib.contextmanager
+def _forked_pool(jobs: int, scatter: list) -> Iterator[None]:
+    """`jobs` worker processes forked from this one, all at once, before the pool's own threads
+    start: each starts with this process's modules already imported and with `scatter` (the
+    runs' data) in its memory, which no task then pickles (loky's workers import everything
+    again, ~1.3 CPU s each, and get the data with every task)."""
+    _INHERITED[:] = scatter
+    context = multiprocessing.get_context("fork")
+    executor = ProcessPoolExecutor(
+        jobs, mp_context=context, initializer=watch_parent, initargs=(os.getpid(),)
+    )
+    try:
+        executor.submit(int).result()  # forks every worker now (Python forks them all at once)
+        log.debug("%d workers forked from this process", jobs)
+        _FORKED.append(executor)
+        yield
+    finally:
+        _FORKED.clear()
+        _INHERITED.clear()
+        executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _call_inherited(function: Callable[..., T], args: tuple) -> T:
+    """function(*args) in a forked worker, the `_Inherited` arguments taken from its memory."""
+    held = tuple(_INHERITED[a.index] if isinstance(a, _Inherited) else a for a in args)
+    return function(*held)
+
+
+def _forked_map(function: Callable[..., object], calls: Iterable[tuple]) -> Iterator:
+    """`map_unordered` on the forked pool: every call submitted in order (the longest blocks
+    first), the data that came with the fork sent as a reference, the results as they finish."""
+    executor, held = _FORKED[0], {id(x): i for i, x in enumerate(_INHERITED)}
+
+    def sent(args: tuple) -> tuple:
+        return tuple(_Inherited(held[id(a)]) if id(a) in held else a for a in args)
+
+    futures = [executor.submit(_call_inherited, function, sent(args)) for args in calls]
+    try:
+        for future in as_completed(futures):
+            yield future.result()
+    except BrokenProcessPool:
+        raise UserError(WORKER_DIED) from None
+    finally:
+        for future in futures:
+            future.cancel()
+
+
 def map_unordered(
     function: Callable[..., object], calls: Iterable[tuple], backend: str, jobs: int
 ) -> Iterator:
@@ -114,6 +204,8 @@ def map_unordered(
     process (`in_process`), else on the workers of the backend `parallel` set up."""
     if in_process(backend, jobs):
         return (function(*args) for args in calls)
+    if _FORKED:
+        return _forked_map(function, calls)
     import joblib
 
     batching: dict[str, object] = {}
@@ -177,14 +269,20 @@ def map_ordered(
 def parallel(
     backend: str, jobs: int, scheduler: str | None, scatter: list | None = None
 ) -> Iterator[None]:
-    """joblib's backend for the run; with dask, `scatter` (the data) is sent to workers once.
-    Nothing to set up for a run `in_process`."""
+    """The run's workers: forked (backend `PROCESSES` where `forks_safely`: `scatter`, the data,
+    comes with the fork), or joblib's backend (loky's processes where forking is not safe;
+    with dask, `scatter` is sent to the workers once). Nothing to set up for a run
+    `in_process`. Results are the same bytes on every one (genvdis.experiment.engine)."""
     if in_process(backend, jobs):
         yield
         return
+    if backend == PROCESSES and forks_safely():
+        with _forked_pool(jobs, scatter or []):
+            yield
+        return
     import joblib
 
-    if backend == "loky":
+    if backend in (PROCESSES, "loky"):
         with joblib.parallel_config(
             backend="loky", n_jobs=jobs, initializer=watch_parent, initargs=(os.getpid(),)
         ):

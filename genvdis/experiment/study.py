@@ -108,7 +108,7 @@ def run_study(
     configs: Sequence[tuple[str, Entry, ExperimentConfig]],
     *,
     jobs: int = 1,
-    backend: str = "loky",
+    backend: str = "processes",
     scheduler: str | None = None,
     mirror: str | None = None,
     progress: Progress | None = None,

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import filecmp
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -221,3 +223,43 @@ def test_dask_batches_several_calls_a_task_and_returns_each_result(monkeypatch):
     # joblib hands out batches of 8 (its last slice of calls in single calls): never one
     # call a task for all
     assert 1 < len(seen.keys) < 64, sorted(seen.keys)
+
+
+# a fresh Python (pytest's process may hold threads: xdist's, a dask client's)
+FORKED_MAP = """\
+import os, threading
+from genvdis._runtime import parallel
+
+class Unpicklable:
+    def __init__(self, value):
+        self.value = value
+    def __reduce__(self):
+        raise TypeError("the data was pickled")
+
+def task(data, k):
+    return data.value * k, os.getppid()
+
+data = Unpicklable(3)
+assert parallel.forks_safely()
+with parallel.parallel("processes", 2, None, scatter=[data]):
+    got = sorted(parallel.map_unordered(task, [(data, k) for k in range(6)], "processes", 2))
+assert got == [(3 * k, os.getpid()) for k in range(6)], got
+assert threading.active_count() == 1  # the pool's threads are gone: the next run forks too
+stop = threading.Event()
+threading.Thread(target=stop.wait).start()
+assert not parallel.forks_safely()  # another thread: loky's workers instead
+stop.set()
+from sklearn.naive_bayes import GaussianNB  # loads OpenMP
+assert not parallel.forks_safely()
+print("ok")
+"""
+
+
+@pytest.mark.skipif(not pool.can_fork(), reason="forked workers are for Linux")
+def test_forked_workers_hold_the_data_and_fork_only_where_safe():
+    """The data given to `parallel` comes with the fork: a task's argument that is that data
+    is never pickled; results come back from the forked children. Where another thread runs
+    or OpenMP is loaded, `forks_safely` says no."""
+    done = subprocess.run([sys.executable, "-c", FORKED_MAP], capture_output=True, text=True,
+                          timeout=300)  # fmt: skip
+    assert done.returncode == 0 and done.stdout == "ok\n", done.stderr

@@ -55,7 +55,8 @@ FILES = (*results.OUTPUTS, results.MANIFEST)
 
 # Runs genvdis in a real process with one fault: FAULT=kill-after:<file> ends the process with
 # no cleanup (os._exit) right after <file> is renamed into place; FAULT=pause:<gate> stops it
-# after its first checkpoint until the file <gate> exists.
+# after its first checkpoint until the file <gate> exists; FAULT=worker-dies:<split> ends a
+# forked worker (os._exit) as it starts a block whose first split is <split>.
 HOOK = """\
 import os, sys, time
 from pathlib import Path
@@ -76,6 +77,14 @@ elif fault == "pause":
         while not Path(arg).exists():
             time.sleep(0.02)
     results.CheckpointStore.save = save_then_wait
+elif fault == "worker-dies":
+    from genvdis.experiment import engine
+    parent, run_block = os.getpid(), engine.run_block
+    def dying(data, models, m, block, protocol):
+        if os.getpid() != parent and block.start == int(arg):
+            os._exit(9)
+        return run_block(data, models, m, block, protocol)
+    engine.run_block = dying
 from genvdis.cli import app
 app(args=sys.argv[1:], prog_name="genvdis")
 """
@@ -581,17 +590,21 @@ def _running(pid: int) -> bool:
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
 @pytest.mark.slow
-def test_loky_workers_end_when_their_run_is_killed(work, hook):
-    """kill -9 of a run with --jobs 2: its workers notice and exit, and the pipes they
-    inherited (the caller's stderr) close, rather than living on (13+ minutes, unnoticed)."""
+@pytest.mark.parametrize("backend", ["processes", "loky"])
+def test_workers_end_when_their_run_is_killed(work, hook, backend):
+    """kill -9 of a run with --jobs 2: its workers (forked, or loky's) notice and exit, and the
+    pipes they inherited (the caller's stderr) close, rather than living on (13+ minutes,
+    unnoticed)."""
     gate = work / "gate"  # never made: the run stays paused after its first block
     # --force: two workers even on a one-core machine
-    run = subprocess.Popen(hook(*RUN, "--jobs", "2", "--force"), env=_env(f"pause:{gate}"),
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    run = subprocess.Popen(hook(*RUN, "--jobs", "2", "--force", "--backend", backend),
+                           env=_env(f"pause:{gate}"), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE)  # fmt: skip
     deadline = time.monotonic() + 120
     while not _checkpoints_of(work) and run.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
-    workers = [p for p in _children(run.pid) if b"loky" in Path(f"/proc/{p}/cmdline").read_bytes()]
+    kind = b"loky" if backend == "loky" else b"hook.py"  # a forked worker: the run's command
+    workers = [p for p in _children(run.pid) if kind in Path(f"/proc/{p}/cmdline").read_bytes()]
     assert len(workers) >= 2, workers
     run.send_signal(signal.SIGKILL)
     try:
@@ -604,6 +617,22 @@ def test_loky_workers_end_when_their_run_is_killed(work, hook):
         for pid in workers:
             if _running(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.skipif(not backends.can_fork(), reason="forked workers are for Linux")
+@pytest.mark.slow
+def test_a_worker_that_dies_is_one_line_and_the_rerun_resumes(setup, work, hook):
+    """A forked worker killed mid-run (the out-of-memory killer, say): the run stops with one
+    line and exit code 2, keeps the blocks it saved, and the same command resumes to the same
+    bytes as a clean run."""
+    died = subprocess.run(hook(*RUN, "--jobs", "2", "--force", "-q"), env=_env("worker-dies:6"),
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert died.returncode == 2, died.stderr
+    assert died.stderr.strip() == f"error: own.yaml: {backends.WORKER_DIED}", died.stderr
+    assert not (work / "out" / "own" / "errors.csv").exists()
+    code, stderr = _cli(RUN)
+    assert code == 0, stderr
+    assert _snapshot(work / "out" / "own") == setup[2]
 
 
 # --- in-process faults -------------------------------------------------------------------------
