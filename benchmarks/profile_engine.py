@@ -26,15 +26,18 @@ CONFIGS = ["configs/pima.yaml", "configs/adult-continuous.yaml"]
 # stage -> (file suffix, function name) whose cumulative time is the stage's
 STAGES = {
     "draw splits": [("splits.py", "_draw")],
-    "naive Bayes": [("models.py", "class_sums")],
-    "LR: gathering rows": [("logistic.py", "_rows_feature_major")],
-    "LR: Newton": [("newton.py", "newton_logistic")],
+    "naive Bayes": [("naive_bayes.py", "class_sums")],
+    "LR: gathering rows": [
+        ("binary.py", "_rows_feature_major"),
+        ("binary.py", "_standard_rows"),
+    ],
+    "LR: Newton": [("_newton.py", "newton_logistic")],
     "separability proofs": [
         ("hyperplanes.py", "prove_inseparable"),
         ("hyperplanes.py", "max_margin"),
         ("hyperplanes.py", "has_conflicting_duplicates"),
     ],
-    "sampler": [("sampler.py", "sample_version_space")],
+    "sampler": [("sampler.py", "draw")],  # sample_version_space calls it too
     "scoring": [("scoring.py", "count_errors")],
 }
 
