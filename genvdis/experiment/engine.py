@@ -256,7 +256,7 @@ def run_experiment(
     )  # fmt: skip
     with runlock.hold(run.run_dir, wait):
         if not already_done(run):
-            _compute(run, workers, backend, scheduler, progress or silent)
+            compute([run], workers, backend, scheduler, progress or silent)
     say_warnings(run)
     return run.run_dir
 
@@ -370,31 +370,60 @@ COMPILING = (
 )
 
 
-def _compute(run: Run, jobs: int, backend: str, scheduler: str | None, progress: Progress) -> None:
-    """Every block not checkpointed yet, in parallel, then the results, committed at once."""
-    config, plan = run.config, run.plan
-    store = checkpoint_store(run)
-    protocol = Protocol.of(config)
+def compute(
+    runs: list[Run], jobs: int, backend: str, scheduler: str | None, progress: Progress,
+    label: str | None = None,
+) -> None:  # fmt: skip
+    """Every block of `runs` not checkpointed yet, on one pool of workers, the blocks of the
+    run estimated costliest first (so that the last blocks handed out are the cheapest's);
+    each run committed as soon as its last block is saved, while the pool works on. One run
+    for `genvdis run`; every config of `genvdis study` (`label`: the progress bar's name, and
+    the commits are logged as the study's)."""
+    stores = [checkpoint_store(run) for run in runs]
     started = time.perf_counter()
-    parallel = backends.parallel(backend, jobs, scheduler, scatter=[run.encoded])
+    parallel = backends.parallel(backend, jobs, scheduler, scatter=[run.encoded for run in runs])
     # the limit is process-wide: set it around the whole run too, or thread workers
     # (backend threading, in-process dask) undo each other's limit on exit
     with tuning.one_thread(), parallel:
-        kept = store.open()  # once the backend is up: a bad --scheduler leaves no run folder
-        todo = ((m, block) for m, block in plan if not store.done(m, block.start))
-        if kept:
-            log.info("%s: resuming, %d of %d blocks already done", config.name, kept, plan.count)
+        todo: list[list[tuple[int, range]]] = []
+        for run, store in zip(runs, stores, strict=True):
+            kept = store.open()  # once the backend is up: a bad --scheduler leaves no run folder
+            if kept:
+                name, count = run.config.name, run.plan.count
+                log.info("%s: resuming, %d of %d blocks already done", name, kept, count)
+            todo.append([(m, block) for m, block in run.plan if not store.done(m, block.start)])
+        left = [len(blocks) for blocks in todo]
+        for i in [i for i, n in enumerate(left) if n == 0]:  # killed after its last block
+            _commit(runs[i], stores[i], 0, started, label)
         if not kernelcache.compiled_before():
             log.info(COMPILING)
-        with progress(config.name, plan.count) as bar, _ctrl_c():
-            bar(kept)
-            calls = ((run.encoded, run.models, m, block, protocol) for m, block in todo)
-            for m, start, block in backends.map_unordered(_task, calls, backend, jobs):
-                store.save(m, start, block)
+        order = sorted(range(len(runs)), key=lambda i: -runs[i].cpu_seconds)  # longest first
+        calls = [
+            (i, runs[i].encoded, runs[i].models, m, block, Protocol.of(runs[i].config))
+            for i in order
+            for m, block in todo[i]
+        ]
+        total = sum(run.plan.count for run in runs)
+        with progress(label or runs[0].config.name, total) as bar, _ctrl_c():
+            bar(total - len(calls))
+            for i, m, start, block in backends.map_unordered(_tagged, calls, backend, jobs):
+                stores[i].save(m, start, block)
                 bar(1)
-    elapsed = time.perf_counter() - started
-    log.info("%s: %d blocks in %.1f s", config.name, plan.count - kept, elapsed)
+                left[i] -= 1
+                if left[i] == 0:
+                    _commit(runs[i], stores[i], len(todo[i]), started, label)
+
+
+def _commit(
+    run: Run, store: results.CheckpointStore, computed: int, started: float, label: str | None
+) -> None:
+    """`commit`, logged: the run's blocks and seconds, or its time into the study."""
+    seconds, name = time.perf_counter() - started, run.config.name
+    if label is None:
+        log.info("%s: %d blocks in %.1f s", name, computed, seconds)
     commit(run, store)
+    if label is not None:
+        log.info("%s: wrote %s (%.1f s into the %s)", name, run.run_dir, seconds, label)
 
 
 def checkpoint_store(run: Run) -> results.CheckpointStore:
@@ -425,6 +454,11 @@ def _ctrl_c() -> Iterator[None]:
         if cause is None:
             raise
         raise KeyboardInterrupt from None
+
+
+def _tagged(index: int, *args) -> tuple[int, int, int, results.Block]:
+    """`_task`, its result tagged with its run's place in `compute`'s list."""
+    return (index, *_task(*args))
 
 
 def _task(data, models, m, block, protocol) -> tuple[int, int, results.Block]:

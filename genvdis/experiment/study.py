@@ -3,12 +3,13 @@
 Run one after another, each config ends with a tail in which most workers wait for its last
 blocks; on a cluster of 100 workers and configs of about 50 tasks, most of the cluster idles
 most of the time. Here every config is checked, its data prepared and its run folder locked
-before any work starts; then the blocks of all of them go to one pool (loky, threads or dask,
-the data sent to each dask worker once), the most expensive config first, so that the last
-tasks to start are small ones. Each config's files are committed by `engine.commit` as soon as
-its last block is back: the same bytes as `genvdis run` of that config, since a block's numbers
-depend only on its config, m and split indices. Checkpoints and "up to date" are the engine's
-(`engine.already_done`, `engine.checkpoint_store`), so a killed study resumes where it stopped.
+before any work starts; then the blocks of all of them go to one pool (`engine.compute`, the
+code `genvdis run` computes its one run with: forked processes, loky, threads or dask), the most
+expensive config first, so that the last tasks to start are small ones. Each config's files are
+committed as soon as its last block is back: the same bytes as `genvdis run` of that config,
+since a block's numbers depend only on its config, m and split indices. Checkpoints and "up to
+date" are the engine's (`engine.already_done`, `engine.checkpoint_store`), so a killed study
+resumes where it stopped.
 
 A config that does not check (its schema, its dataset, its m grid against the classes) is
 refused before anything runs, in one line naming it; with `skip` it is left out with a warning
@@ -20,21 +21,19 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from genvdis._runtime import kernelcache, tuning
 from genvdis._runtime import parallel as backends
+from genvdis._runtime import tuning
 from genvdis.config import builtin
 from genvdis.config.experiment import ExperimentConfig, is_theory_config, load_config, read_yaml
 from genvdis.errors import UserError
 from genvdis.experiment import engine
 from genvdis.progress import Progress, silent
 from genvdis.store import lock as runlock
-from genvdis.store import results
 
 log = logging.getLogger(__name__)
 
@@ -140,57 +139,7 @@ def run_study(
             held.enter_context(runlock.hold(run.run_dir, wait))
         pending = [run for run in runs if not engine.already_done(run)]
         if pending:
-            _compute(pending, workers, backend, scheduler, progress or silent)
+            engine.compute(pending, workers, backend, scheduler, progress or silent, STUDY)
     for run in runs:
         engine.say_warnings(run)
     return [run.run_dir for run in runs]
-
-
-def _compute(
-    runs: list[engine.Run], jobs: int, backend: str, scheduler: str | None, progress: Progress
-) -> None:
-    """Every block of `runs` not checkpointed yet, on one pool; each run committed as soon as
-    its last block is saved."""
-    stores = [engine.checkpoint_store(run) for run in runs]
-    protocols = [engine.Protocol.of(run.config) for run in runs]
-    started = time.perf_counter()
-    parallel = backends.parallel(backend, jobs, scheduler, scatter=[run.encoded for run in runs])
-    with tuning.one_thread(), parallel:
-        todo: list[list[tuple[int, range]]] = []
-        for run, store in zip(runs, stores, strict=True):
-            kept = store.open()
-            if kept:
-                name, count = run.config.name, run.plan.count
-                log.info("%s: resuming, %d of %d blocks already done", name, kept, count)
-            todo.append([(m, block) for m, block in run.plan if not store.done(m, block.start)])
-        left = [len(blocks) for blocks in todo]
-        for i in [i for i, n in enumerate(left) if n == 0]:  # killed after its last block
-            _commit(runs[i], stores[i], started)
-        if not kernelcache.compiled_before():
-            log.info(engine.COMPILING)
-        order = sorted(range(len(runs)), key=lambda i: -runs[i].cpu_seconds)  # longest first
-        calls = [
-            (i, runs[i].encoded, runs[i].models, m, block, protocols[i])
-            for i in order
-            for m, block in todo[i]
-        ]
-        total = sum(run.plan.count for run in runs)
-        with progress(STUDY, total) as bar, engine._ctrl_c():
-            bar(total - len(calls))
-            for i, m, start, block in backends.map_unordered(_task, calls, backend, jobs):
-                stores[i].save(m, start, block)
-                bar(1)
-                left[i] -= 1
-                if left[i] == 0:
-                    _commit(runs[i], stores[i], started)
-
-
-def _commit(run: engine.Run, store, started: float) -> None:
-    engine.commit(run, store)
-    seconds = time.perf_counter() - started
-    log.info("%s: wrote %s (%.1f s into the study)", run.config.name, run.run_dir, seconds)
-
-
-def _task(index: int, *args) -> tuple[int, int, int, results.Block]:
-    """`engine._task`, its result tagged with the config's place in the study."""
-    return (index, *engine._task(*args))

@@ -82,9 +82,9 @@ def test_the_longest_config_goes_first_and_each_is_written_when_done(
     commit = study.engine.commit
     monkeypatch.setattr(study.engine, "commit", lambda run, store: events.append(run.config.name)
                         or commit(run, store))  # fmt: skip
-    task = study._task
+    task = study.engine._tagged
     monkeypatch.setattr(
-        study, "_task", lambda i, *args: events.append(f"task {i}") or task(i, *args)
+        study.engine, "_tagged", lambda i, *args: events.append(f"task {i}") or task(i, *args)
     )
     run_study(folder, splits=6, out=tmp_path / "study")
     names = sorted(GRIDS)  # the folder's order: large, middle, small
