@@ -635,6 +635,15 @@ def report_study(
     return written + list(write_study(folders, Path(out), sweeps=sweeps, n_boot=n_boot))
 
 
+def study_report_folder(out: str | Path, builtin: bool) -> Path:
+    """Where `genvdis study` writes its cross-dataset report: `out` for the configs it was
+    given; for the built-in study, `<out>/study/`, beside the study's own datasets' runs and
+    apart from the Figure 1 panels' (`run_study` with no configs)."""
+    from genvdis.experiment import study
+
+    return Path(out) / study.STUDY if builtin else Path(out)
+
+
 def _study_config(entry: Any, splits: int | None, seed: int | None) -> ExperimentConfig:
     """A study's config, checked as `run` checks one: its file, the overrides, --out."""
     from genvdis.experiment import study

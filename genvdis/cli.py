@@ -347,8 +347,7 @@ def study(
         progress=_start_run(quiet), force=force, wait=wait, allow_imports=allow_import or (),
     )  # fmt: skip
     _headless()
-    # the built-in study's report sits beside its own datasets' runs, apart from the panels'
-    for path in api.report_study(done, out if paths else out / "study", jobs=jobs):
+    for path in api.report_study(done, api.study_report_folder(out, not paths), jobs=jobs):
         typer.echo(str(path))
 
 
