@@ -75,6 +75,20 @@ def cached_files(spec: OpenMLDataset) -> list[Path]:
     """The cache files a load reads, as far as the cache tells them: the name's lookup
     (a name), then the description, features, qualities and, once the description is
     cached, the ARFF file it points to."""
+    metadata, data = _cache_layout(spec)
+    return metadata + ([data] if data is not None else [])
+
+
+def fully_cached(spec: OpenMLDataset) -> bool:
+    """Whether every file a load reads is in the cache: the metadata, and the data file the
+    cached description names (a description that names none is not a complete cache)."""
+    metadata, data = _cache_layout(spec)
+    return data is not None and all(path.is_file() for path in [*metadata, data])
+
+
+def _cache_layout(spec: OpenMLDataset) -> tuple[list[Path], Path | None]:
+    """The metadata files a load reads (a name's lookup, the description, features and
+    qualities) and the data file, where the cache already says which it is (else None)."""
     root, paths = cache_root(), []
     data_id = spec.openml
     if isinstance(data_id, str):
@@ -87,7 +101,13 @@ def cached_files(spec: OpenMLDataset) -> list[Path]:
         except (KeyError, IndexError, TypeError, ValueError):
             data_id = None
         if data_id is None:
-            return paths
+            return paths, None
+    description = root / API / f"{data_id}.gz"
+    paths += [description, root / API / f"features/{data_id}.gz"]
+    paths.append(root / API / f"qualities/{data_id}.gz")
+    described = _cached_json(description)
+    url = (described or {}).get("data_set_description", {}).get("url")
+    return paths, (root / (urlparse(url).path.lstrip("/") + ".gz") if url else None)
     description = root / API / f"{data_id}.gz"
     paths += [description, root / API / f"features/{data_id}.gz"]
     paths.append(root / API / f"qualities/{data_id}.gz")
@@ -207,4 +227,4 @@ def _as_text(column: pd.Series) -> pd.Series:
     return values.where(values.isna(), values.map(str)).reset_index(drop=True)
 
 
-__all__ = ["cache_root", "cached_files", "load_openml", "provenance", "resolved"]
+__all__ = ["cache_root", "cached_files", "fully_cached", "load_openml", "provenance", "resolved"]

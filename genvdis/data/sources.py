@@ -196,8 +196,9 @@ class OpenMLSource(Source):
         return openml.cached_files(self.spec)
 
     def at_hand(self) -> bool:
-        paths = self.cache_paths()  # a name's lookup, or the description, features, qualities
-        return len(paths) >= 4 and all(path.is_file() for path in paths)  # and the data file
+        from genvdis.data import openml
+
+        return openml.fully_cached(self.spec)
 
 
 def _file_source(spec: FileDataset, base_dir: Path, mirror: str | None) -> Source:

@@ -153,6 +153,26 @@ def test_a_second_load_reads_the_cache_and_sends_no_request(fake_openml):
     assert again.frame.equals(first.frame) and again.checksums == first.checksums
 
 
+def test_a_cache_is_at_hand_only_with_the_data_file_its_description_names(fake_openml):
+    """A dataset named by name: its lookup, description, features and qualities cached but
+    no data file named (a description without its URL) is not a complete cache, nor is one
+    whose data file is missing; `validate` would otherwise read it as at hand."""
+    source = source_of(OpenMLDataset(openml=NAME, version=1))
+    source.load()
+    assert source.at_hand()
+    *metadata, data = source.cache_paths()
+    description = metadata[1]
+    with gzip.open(description, "rt", encoding="utf-8") as stream:
+        cached = json.load(stream)
+    del cached["data_set_description"]["url"]
+    with gzip.open(description, "wt", encoding="utf-8") as stream:
+        json.dump(cached, stream)
+    assert len(source.cache_paths()) == 4 and all(p.is_file() for p in source.cache_paths())
+    assert not source.at_hand()
+    data.unlink()
+    assert not source.at_hand()
+
+
 def test_a_target_named_in_the_spec_replaces_the_default(fake_openml):
     raw = load_openml(spec(target="colour"))
     assert raw.target == "colour" and "colour" not in raw.attributes
