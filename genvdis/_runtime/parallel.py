@@ -162,7 +162,10 @@ def _forked_pool(jobs: int, scatter: list) -> Iterator[None]:
         jobs, mp_context=context, initializer=watch_parent, initargs=(os.getpid(),)
     )
     try:
-        executor.submit(int).result()  # forks every worker now (Python forks them all at once)
+        try:  # forks every worker now (Python forks them all at once)
+            executor.submit(int).result()
+        except BrokenProcessPool:  # one was killed as it started (out of memory, say)
+            raise UserError(WORKER_DIED) from None
         log.debug("%d workers forked from this process", jobs)
         _FORKED.append(executor)
         yield

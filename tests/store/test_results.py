@@ -56,7 +56,8 @@ FILES = (*results.OUTPUTS, results.MANIFEST)
 # Runs genvdis in a real process with one fault: FAULT=kill-after:<file> ends the process with
 # no cleanup (os._exit) right after <file> is renamed into place; FAULT=pause:<gate> stops it
 # after its first checkpoint until the file <gate> exists; FAULT=worker-dies:<split> ends a
-# forked worker (os._exit) as it starts a block whose first split is <split>.
+# forked worker (os._exit) as it starts a block whose first split is <split>;
+# FAULT=worker-dies-at-start ends every forked worker as it starts.
 HOOK = """\
 import os, sys, time
 from pathlib import Path
@@ -85,6 +86,9 @@ elif fault == "worker-dies":
             os._exit(9)
         return run_block(data, models, m, block, protocol)
     engine.run_block = dying
+elif fault == "worker-dies-at-start":
+    from genvdis._runtime import parallel
+    parallel.watch_parent = lambda parent: os._exit(9)  # the forked workers' initializer
 from genvdis.cli import app
 app(args=sys.argv[1:], prog_name="genvdis")
 """
@@ -621,11 +625,12 @@ def test_workers_end_when_their_run_is_killed(work, hook, backend):
 
 @pytest.mark.skipif(not backends.can_fork(), reason="forked workers are for Linux")
 @pytest.mark.slow
-def test_a_worker_that_dies_is_one_line_and_the_rerun_resumes(setup, work, hook):
-    """A forked worker killed mid-run (the out-of-memory killer, say): the run stops with one
-    line and exit code 2, keeps the blocks it saved, and the same command resumes to the same
-    bytes as a clean run."""
-    died = subprocess.run(hook(*RUN, "--jobs", "2", "--force", "-q"), env=_env("worker-dies:6"),
+@pytest.mark.parametrize("fault", ["worker-dies:6", "worker-dies-at-start"])
+def test_a_worker_that_dies_is_one_line_and_the_rerun_resumes(setup, work, hook, fault):
+    """A forked worker killed mid-run or as it starts (the out-of-memory killer, say): the run
+    stops with one line and exit code 2, keeps the blocks it saved, and the same command
+    resumes to the same bytes as a clean run."""
+    died = subprocess.run(hook(*RUN, "--jobs", "2", "--force", "-q"), env=_env(fault),
                           capture_output=True, text=True, timeout=120)  # fmt: skip
     assert died.returncode == 2, died.stderr
     assert died.stderr.strip() == f"error: own.yaml: {backends.WORKER_DIED}", died.stderr
