@@ -217,7 +217,19 @@ def map_unordered(
         size = dask_batch(len(calls), _dask_threads())
         batching = {"batch_size": size, "pre_dispatch": f"{2 * size}*n_jobs"}
     runner = joblib.Parallel(return_as="generator_unordered", **batching)
-    return runner(joblib.delayed(function)(*args) for args in calls)
+    results = runner(joblib.delayed(function)(*args) for args in calls)
+    return _loky_deaths_said(results) if backend in (PROCESSES, "loky") else results
+
+
+def _loky_deaths_said(results: Iterator) -> Iterator:
+    """joblib's results on loky's workers, a worker's death (loky's TerminatedWorkerError, or
+    its BrokenProcessPool) said as `WORKER_DIED`, as on forked workers."""
+    from joblib.externals.loky.process_executor import BrokenProcessPool as LokyBroken
+
+    try:
+        yield from results
+    except (LokyBroken, BrokenProcessPool):  # TerminatedWorkerError is loky's BrokenProcessPool
+        raise UserError(WORKER_DIED) from None
 
 
 # A dask task costs its client ~7 CPU ms (18 with a LocalCluster's scheduler in the client)

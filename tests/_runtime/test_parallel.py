@@ -263,3 +263,17 @@ def test_forked_workers_hold_the_data_and_fork_only_where_safe():
     done = subprocess.run([sys.executable, "-c", FORKED_MAP], capture_output=True, text=True,
                           timeout=300)  # fmt: skip
     assert done.returncode == 0 and done.stdout == "ok\n", done.stderr
+
+
+def _dies_on_three(x: int) -> int:
+    if x == 3:
+        os._exit(9)  # as the out-of-memory killer would end it
+    return x
+
+
+def test_a_loky_worker_that_dies_is_said_in_one_line():
+    """A loky worker killed mid-run: the same one-line error as a forked worker's death, not
+    loky's TerminatedWorkerError with its traceback."""
+    with pool.parallel("loky", 2, None):
+        with raises_user_error(pool.WORKER_DIED):
+            list(pool.map_unordered(_dies_on_three, [(x,) for x in range(6)], "loky", 2))
