@@ -333,7 +333,7 @@ def test_a_short_run_on_processes_stays_in_process_unless_forced(monkeypatch, fo
     """Below the crossover its workers' start-up sets (shorter for forked workers, which only
     load the kernels, than for loky's, which import everything too)."""
     monkeypatch.setattr(joblib, "cpu_count", lambda: 4)
-    monkeypatch.setattr(backends, "can_fork", lambda: forks)
+    monkeypatch.setattr(backends, "forks_safely", lambda: forks)
     below = backends.FORKED_IN_PROCESS_BELOW if forks else backends.IN_PROCESS_BELOW
     assert backends.FORKED_IN_PROCESS_BELOW < backends.IN_PROCESS_BELOW
     short, long = below * 0.9, below * 1.1

@@ -86,8 +86,9 @@ def worker_count(
 
 def _in_process_below(backend: str) -> float:
     """The CPU estimate under which a run on `backend` stays in this process (`worker_count`):
-    workers that start slower need a longer run to pay. Threads and dask: 0, never."""
-    if backend == PROCESSES and can_fork():
+    workers that start slower need a longer run to pay (`PROCESSES` forks them where
+    `forks_safely` says so now, else starts loky's). Threads and dask: 0, never."""
+    if backend == PROCESSES and forks_safely():
         return FORKED_IN_PROCESS_BELOW
     return IN_PROCESS_BELOW if backend in (PROCESSES, "loky") else 0.0
 
