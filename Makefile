@@ -7,12 +7,13 @@ SPLITS ?= 1000
 CONFIGS := $(filter-out configs/theory-%.yaml,$(wildcard configs/*.yaml))
 THEORY := $(wildcard configs/theory-*.yaml)
 # the examples whose results are committed (results/examples/): other rules for separable sets,
-# a third model, scikit-learn estimators, scikit-learn's bundled breast cancer data, and ten
-# classes (optdigits: a 585-unknown multinomial ridge fit per split, by Newton-CG with a
-# group's splits in one batch: about 90 CPU s of `make all` with 2 workers, docs/scaling.md)
+# a third model, ten classes (optdigits: a 585-unknown multinomial ridge fit per split, by
+# Newton-CG with a group's splits in one batch: about 47 CPU s with 2 workers), scikit-learn
+# estimators and scikit-learn's bundled breast cancer data. The two that load scikit-learn go
+# last: once it (and its OpenMP) is loaded, runs get loky's workers, not forked ones (docs/scaling.md)
 EXAMPLES := configs/examples/sonar-max-margin.yaml configs/examples/sonar-ridge.yaml \
-	configs/examples/ionosphere-three-models.yaml configs/examples/gnb-vs-svm.yaml \
-	configs/examples/breast-cancer-wisconsin.yaml configs/examples/optdigits-10class.yaml
+	configs/examples/ionosphere-three-models.yaml configs/examples/optdigits-10class.yaml \
+	configs/examples/gnb-vs-svm.yaml configs/examples/breast-cancer-wisconsin.yaml
 
 # the committed sweep (docs/sweeps.md): every panel under each variant of SWEEP, one at a time;
 # not part of `all` (it costs several times the panels); 200 splits per m, see docs/sweeps.md
