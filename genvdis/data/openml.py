@@ -108,14 +108,6 @@ def _cache_layout(spec: OpenMLDataset) -> tuple[list[Path], Path | None]:
     described = _cached_json(description)
     url = (described or {}).get("data_set_description", {}).get("url")
     return paths, (root / (urlparse(url).path.lstrip("/") + ".gz") if url else None)
-    description = root / API / f"{data_id}.gz"
-    paths += [description, root / API / f"features/{data_id}.gz"]
-    paths.append(root / API / f"qualities/{data_id}.gz")
-    described = _cached_json(description)
-    url = (described or {}).get("data_set_description", {}).get("url")
-    if url:
-        paths.append(root / (urlparse(url).path.lstrip("/") + ".gz"))
-    return paths
 
 
 def _fetch(spec: OpenMLDataset) -> Any:
