@@ -426,8 +426,9 @@ def run(  # its length is the numpydoc docstring; the code is under 30 lines
         Replace the config's number of splits per m, and its seed (Python or numpy integers;
         every integer argument takes both, never a bool or a float).
     jobs : int
-        Parallel workers (capped at the cores; a run on processes estimated under 4
-        CPU-seconds stays in this process, where it is over sooner).
+        Parallel workers (capped at the cores; a run on processes estimated under 2
+        CPU-seconds where they are forked, 4 on loky's, stays in this process, where it is
+        over sooner).
     out : str or Path
         The results folder; the run writes ``<out>/<config name>/``.
     backend : {'processes', 'loky', 'threading', 'dask'}

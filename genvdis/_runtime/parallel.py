@@ -151,6 +151,15 @@ WORKER_DIED = (
 )
 
 
+def _forked_executor(workers: int) -> ProcessPoolExecutor:
+    """A pool of `workers` processes forked from this one, each ending when this process is
+    gone (`watch_parent`): `map_ordered`'s, and a run's (`_forked_pool`)."""
+    context = multiprocessing.get_context("fork")
+    return ProcessPoolExecutor(
+        workers, mp_context=context, initializer=watch_parent, initargs=(os.getpid(),)
+    )
+
+
 @contextlib.contextmanager
 def _forked_pool(jobs: int, scatter: list) -> Iterator[None]:
     """`jobs` worker processes forked from this one, all at once, before the pool's own threads
@@ -158,10 +167,7 @@ def _forked_pool(jobs: int, scatter: list) -> Iterator[None]:
     runs' data) in its memory, which no task then pickles (loky's workers import everything
     again, ~1.3 CPU s each, and get the data with every task)."""
     _INHERITED[:] = scatter
-    context = multiprocessing.get_context("fork")
-    executor = ProcessPoolExecutor(
-        jobs, mp_context=context, initializer=watch_parent, initargs=(os.getpid(),)
-    )
+    executor = _forked_executor(jobs)
     try:
         try:  # forks every worker now (Python forks them all at once)
             executor.submit(int).result()
@@ -269,10 +275,7 @@ def map_ordered(
     if workers == 1:
         return [function(item) for item in items]
     order = sorted(range(len(items)), key=lambda i: -cost(items[i]) if cost else 0)
-    context = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(
-        workers, mp_context=context, initializer=watch_parent, initargs=(os.getpid(),)
-    ) as executor:
+    with _forked_executor(workers) as executor:
         futures = {i: executor.submit(function, items[i]) for i in order}
         try:
             return [futures[i].result() for i in range(len(items))]
