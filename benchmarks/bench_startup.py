@@ -34,10 +34,10 @@ time), so every kernel it needs is compiled, as on a fresh install or after an u
 changed a kernel module (genvdis/_runtime/kernelcache.py); with --against, both sides in turn each
 round.
 
---crossover CONFIG... times `--jobs 1` against `--jobs 2 --force` (two loky workers) on each
-config, next to the run's CPU estimate (genvdis.experiment.planning): where the workers start to
-pay is
-what `parallel.IN_PROCESS_BELOW` is set from.
+--crossover CONFIG... times `--jobs 1` against `--jobs 2 --force` (two workers of the default
+backend: forked where that is safe) on each config, next to the run's CPU estimate
+(genvdis.experiment.planning): where the workers start to pay is what
+`parallel.FORKED_IN_PROCESS_BELOW` (and, with loky's workers, `IN_PROCESS_BELOW`) is set from.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""What workers cost: the CPU seconds of `genvdis run --jobs 1` against two loky workers and a
-dask LocalCluster of two workers, on the same config and splits, in fresh processes; and, with
+"""What workers cost: the CPU seconds of `genvdis run --jobs 1` against two workers (forked, the
+default backend's, and loky's) and a dask LocalCluster of two workers, on the same config and
+splits, in fresh processes; and, with
 --study, the wall time of `genvdis study` of several configs against `genvdis run` of the same.
 
     GENVDIS_MIRROR=../shared/uci python benchmarks/bench_workers.py \
