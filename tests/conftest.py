@@ -201,6 +201,36 @@ def dead_mirror() -> str:
 # --- toy data ----------------------------------------------------------------------------------
 
 
+class DaskCluster:
+    """An in-process dask cluster (`dask_cluster`) and every task transition its scheduler saw,
+    as (key, start, finish)."""
+
+    def __init__(self, address: str) -> None:
+        self.address = address
+        self.transitions: list[tuple[str, str, str]] = []
+
+
+@pytest.fixture
+def dask_cluster() -> Iterator[DaskCluster]:
+    """Two single-threaded dask workers, threads of this process (quick to start): with one
+    core in all, joblib would run the tasks in the client itself, and a test of the cluster
+    would prove nothing. Skipped without the dask extra."""
+    distributed = pytest.importorskip("distributed")
+    from distributed.diagnostics.plugin import SchedulerPlugin
+
+    class Recorder(SchedulerPlugin):
+        def transition(self, key, start, finish, *args, **kwargs) -> None:  # noqa: ANN001
+            seen.transitions.append((str(key), start, finish))
+
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, protocol="tcp", host="127.0.0.1",
+        dashboard_address=None,
+    ) as cluster:  # fmt: skip
+        seen = DaskCluster(cluster.scheduler_address)
+        cluster.scheduler.add_plugin(Recorder())
+        yield seen
+
+
 def _toy_config(*lines: str, replace: dict[str, str] | None = None) -> str:
     text = TOY_CONFIG + "".join(line + "\n" for line in lines)
     for old, new in (replace or {}).items():

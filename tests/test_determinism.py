@@ -152,38 +152,19 @@ def test_dask_local_cluster_gives_identical_bytes_and_no_dask_chatter(setup):
     assert "Scheduler" not in stderr and "Nanny" not in stderr, stderr
 
 
-def test_dask_external_scheduler_gets_the_data_once_and_the_tasks(setup):
-    distributed = pytest.importorskip("distributed")
-    from distributed.diagnostics.plugin import SchedulerPlugin
-
-    class Keys(SchedulerPlugin):
-        def __init__(self) -> None:
-            self.stored: set[str] = set()  # keys held in a worker's memory
-            self.computed: set[str] = set()  # keys a worker computed (the rest were sent)
-
-        def transition(self, key, start, finish, *args, **kwargs) -> None:
-            if "memory" in (start, finish):
-                self.stored.add(str(key))
-            if start == "processing":
-                self.computed.add(str(key))
-
+def test_dask_external_scheduler_gets_the_data_once_and_the_tasks(setup, dask_cluster):
+    # two single-threaded workers, threads of this process (`dask_cluster`; the test above
+    # uses worker processes)
     folder, configs, reference = setup
-    # two single-threaded workers (threads of this process, quick to start; the test above
-    # uses worker processes): with one core in all, joblib would run the tasks in the client
-    # itself, and this test would prove nothing about the cluster
-    with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=False, protocol="tcp", host="127.0.0.1",
-        dashboard_address=None,
-    ) as cluster:  # fmt: skip
-        seen = Keys()
-        cluster.scheduler.add_plugin(seen)
-        address = cluster.scheduler_address
-        _run([configs[0], "--backend", "dask", "--scheduler", address, "--out", str(folder / "x")])
+    address = dask_cluster.address
+    _run([configs[0], "--backend", "dask", "--scheduler", address, "--out", str(folder / "x")])
+    stored = {key for key, *states in dask_cluster.transitions if "memory" in states}
+    computed = {key for key, start, _ in dask_cluster.transitions if start == "processing"}
     out = folder / "x" / "toy"
     assert {f: (out / f).read_bytes() for f in FILES} == {f: reference[("toy", f)] for f in FILES}
-    scattered = seen.stored - seen.computed
-    assert len(scattered) == 1, sorted(seen.stored)  # the data went to the cluster once ...
-    assert seen.computed  # ... and the blocks ran on its workers, not in the client
+    scattered = stored - computed  # keys held in a worker's memory that no worker computed
+    assert len(scattered) == 1, sorted(stored)  # the data went to the cluster once ...
+    assert computed  # ... and the blocks ran on its workers, not in the client
 
 
 def test_every_compiled_function_names_its_own_floating_point_flags():

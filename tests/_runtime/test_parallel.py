@@ -196,33 +196,18 @@ def _square(x: int) -> tuple[int, int]:
     return x, x * x
 
 
-def test_dask_batches_several_calls_a_task_and_returns_each_result(monkeypatch):
+def test_dask_batches_several_calls_a_task_and_returns_each_result(dask_cluster):
     """With two workers and 64 calls, 8 calls a dask task (joblib's batch): fewer tasks than
     calls reach the scheduler, every call's result comes back once, on its own."""
-    distributed = pytest.importorskip("distributed")
-    from distributed.diagnostics.plugin import SchedulerPlugin
-
-    class Tasks(SchedulerPlugin):
-        def __init__(self) -> None:
-            self.keys: set[str] = set()
-
-        def transition(self, key, start, finish, *args, **kwargs) -> None:
-            if start == "processing" and finish == "memory":
-                self.keys.add(str(key))
-
-    with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=False, protocol="tcp", host="127.0.0.1",
-        dashboard_address=None,
-    ) as cluster:  # fmt: skip
-        seen = Tasks()
-        cluster.scheduler.add_plugin(seen)
-        with pool.parallel("dask", 2, cluster.scheduler_address):
-            got = list(pool.map_unordered(_square, [(x,) for x in range(64)], "dask", 2))
+    with pool.parallel("dask", 2, dask_cluster.address):
+        got = list(pool.map_unordered(_square, [(x,) for x in range(64)], "dask", 2))
+    ran = ("processing", "memory")
+    done = {key for key, *states in dask_cluster.transitions if tuple(states) == ran}
     assert sorted(got) == [(x, x * x) for x in range(64)]
     assert pool.dask_batch(64, 2) == 8
     # joblib hands out batches of 8 (its last slice of calls in single calls): never one
     # call a task for all
-    assert 1 < len(seen.keys) < 64, sorted(seen.keys)
+    assert 1 < len(done) < 64, sorted(done)
 
 
 # a fresh Python (pytest's process may hold threads: xdist's, a dask client's)
