@@ -1,6 +1,7 @@
 """What workers cost: the CPU seconds of `genvdis run --jobs 1` against two workers (forked, the
-default backend's, and loky's) and a dask LocalCluster of two workers, on the same config and
-splits, in fresh processes; and, with
+default backend's, and loky's), a dask LocalCluster of two workers started for the run, and a
+dask cluster of two workers already up, on the same config and splits, in fresh processes; and,
+with
 --study, the wall time of `genvdis study` of several configs against `genvdis run` of the same.
 
     GENVDIS_MIRROR=../shared/uci python benchmarks/bench_workers.py \
@@ -15,7 +16,15 @@ or sending it once). The figure is CPU, not wall, time: the sum over the run's p
 workers (reaped at the run's end, so counted in RUSAGE_CHILDREN), steadier than wall time when
 other work shares the machine. Every case is the minimum of --repeat rounds; the rounds
 interleave the cases so that the machine's load drifts over all of them alike. The runs use
---force, so that a short run is not kept in-process by the planner. --against DIR measures
+--force, so that a short run is not kept in-process by the planner.
+
+"dask, cluster up" is what a run costs on a cluster whose workers are already running (as on a
+real cluster, where they outlive the runs): a LocalCluster of two single-threaded worker
+processes is started once, in its own process, before the rounds, and each run is pointed at
+it with --scheduler. Its CPU is the run's own plus what the cluster's processes (scheduler and
+workers, read from /proc: Linux only) spent during it, less what they spend idle (their
+heartbeats and monitors, measured over 10 s before the rounds) for as long as the run took.
+--against DIR measures
 another checkout's genvdis too (its code first on PYTHONPATH, this venv's libraries), in the same
 rounds, side by side.
 
@@ -28,10 +37,13 @@ seconds, and the study's ratio to the run's.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from bench_startup import child_env, children_cpu
@@ -41,14 +53,92 @@ CASES = {  # name: extra arguments of `genvdis run`
     "forked, 2 workers": ["--jobs", "2", "--force"],  # the default backend, processes
     "loky, 2 workers": ["--jobs", "2", "--force", "--backend", "loky"],
     "dask, 2 workers": ["--jobs", "2", "--force", "--backend", "dask"],
+    "dask, cluster up": ["--jobs", "2", "--force", "--backend", "dask", "--scheduler"],
 }
+UP = "dask, cluster up"  # its address is added to its arguments
+IDLE_SECONDS = 10.0
+
+CLUSTER = """
+import sys
+from dask.distributed import LocalCluster
+if __name__ == "__main__":
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                           dashboard_address=None)
+    print(cluster.scheduler_address, flush=True)
+    sys.stdin.read()  # until the benchmark closes it
+    cluster.close()
+"""
 
 
-def _run(config: str, splits: int, extra: list[str], out: Path, tree: str | None) -> float:
-    """CPU seconds of one `genvdis run` (python -m genvdis: the same for every checkout)."""
+class Cluster:
+    """A dask cluster of two workers in a process of its own, and the CPU its processes use."""
+
+    def __init__(self, process: subprocess.Popen, address: str) -> None:
+        self.process, self.address = process, address
+        self.idle_rate = 0.0  # CPU seconds a second, spent with no work
+
+    def cpu(self) -> float:
+        """CPU seconds (user + system) of the cluster's process and its live children."""
+        tick, total = os.sysconf("SC_CLK_TCK"), 0
+        for pid in _process_tree(self.process.pid):
+            with contextlib.suppress(OSError):
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                total += int(fields[11]) + int(fields[12])  # utime, stime
+        return total / tick
+
+
+def _process_tree(pid: int) -> list[int]:
+    """pid and its descendants, from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                children.setdefault(parent, []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        found.append(todo.pop())
+        todo.extend(children.get(found[-1], []))
+    return found
+
+
+@contextlib.contextmanager
+def running_cluster(tree: str | None) -> Iterator[Cluster]:
+    """A cluster started for the whole benchmark (`tree`'s genvdis on its workers' path), its
+    idle CPU rate measured before it is handed out."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", CLUSTER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL, env=child_env(tree), text=True,
+    )  # fmt: skip
+    try:
+        cluster = Cluster(process, process.stdout.readline().strip())
+        if not cluster.address:
+            sys.exit("the dask cluster did not start")
+        time.sleep(2.0)  # its workers settle
+        before, started = cluster.cpu(), time.perf_counter()
+        time.sleep(IDLE_SECONDS)
+        cluster.idle_rate = (cluster.cpu() - before) / (time.perf_counter() - started)
+        yield cluster
+    finally:
+        process.stdin.close()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def _run(
+    config: str, splits: int, case: str, out: Path, tree: str | None, cluster: Cluster | None
+) -> float:
+    """CPU seconds of one `genvdis run` (python -m genvdis: the same for every checkout); on
+    a running cluster, with the cluster's CPU beyond its idle rate during the run."""
     command = [sys.executable, "-m", "genvdis", "run", config, "--splits", str(splits)]
-    command += [*extra, "--out", str(out), "-q"]
-    return _timed(command, tree)[1]
+    command += [*CASES[case], *([cluster.address] if case == UP else []), "--out", str(out), "-q"]
+    if case != UP:
+        return _timed(command, tree)[1]
+    before = cluster.cpu()
+    wall, cpu = _timed(command, tree)
+    return cpu + cluster.cpu() - before - cluster.idle_rate * wall
 
 
 # extra arguments of `genvdis run` and `genvdis study`: the cases with workers
@@ -112,20 +202,28 @@ def main() -> None:
     sides = {"this": None, **({"against": args.against} if args.against else {})}
     configs = [(path, int(splits)) for path, splits in (c.rsplit(":", 1) for c in args.config)]
     cpu: dict[tuple, list[float]] = {}
-    with tempfile.TemporaryDirectory() as scratch:
+    with tempfile.TemporaryDirectory() as scratch, contextlib.ExitStack() as stack:
+        clusters = {  # one per side: its workers import that side's genvdis
+            side: stack.enter_context(running_cluster(tree)) if UP in args.cases else None
+            for side, tree in sides.items()
+        }
         for config, _ in configs:  # untimed: data cache, numba's cache (a worker's read-only
             for case in args.cases:  # arrays are kernel signatures of their own), .pyc files
-                for tree in sides.values():
-                    warm = Path(scratch) / f"warm-{case[:4]}-{tree is None}"
-                    _run(config, 20, CASES[case], warm, tree)
+                for side, tree in sides.items():
+                    warm = Path(scratch) / f"warm-{list(CASES).index(case)}-{side}"
+                    _run(config, 20, case, warm, tree, clusters[side])
         for n in range(args.repeat):
             for config, splits in configs:
                 for case in args.cases:
                     for side, tree in sides.items():
-                        out = Path(scratch) / f"{side}-{n}-{Path(config).stem}-{case[:4]}"
-                        key = (config, case, side)
-                        cpu.setdefault(key, []).append(_run(config, splits, CASES[case], out, tree))
+                        slug = f"{side}-{n}-{Path(config).stem}-{list(CASES).index(case)}"
+                        out = Path(scratch) / slug
+                        took = _run(config, splits, case, out, tree, clusters[side])
+                        cpu.setdefault((config, case, side), []).append(took)
+        idle = ", ".join(f"{s} {c.idle_rate:.3f}" for s, c in clusters.items() if c)
     print(f"CPU s, min of {args.repeat} (shared machine); ratio: over --jobs 1 of the same side")
+    if idle:
+        print(f"the running cluster's idle CPU, subtracted (CPU s a second): {idle}")
     header = "".join(f" {side + ' CPU s':>14} {'ratio':>6}" for side in sides)
     print(f"{'config':34} {'case':16}{header}")
     for config, splits in configs:
