@@ -230,6 +230,7 @@ def run(
     """Run the protocol: S random splits per m, every model, errors and summary CSVs."""
     _load_engine()
     from genvdis import api
+    from genvdis._runtime import parallel as pool
     from genvdis.store import results
 
     progress = _start_run(quiet)
@@ -244,15 +245,16 @@ def run(
         with _of_config(path):
             results.prepare_output(out, config.name)
             api.check_inputs_kept(path, config, out)
-    for path, config in zip(configs, loaded, strict=True):
-        before = _manifest_stamp(out / config.name)
-        with _of_config(path):
-            done = api.run(
-                config, out=out, mirror=mirror, progress=progress, force=force, wait=wait,
-                **options,
-            )  # fmt: skip
-        if before is None or _manifest_stamp(done.path) != before:  # else: said "up to date"
-            log.info("%s: wrote %s", config.name, done.path)
+    with pool.local_cluster_kept():  # --backend dask: one LocalCluster for all the configs
+        for path, config in zip(configs, loaded, strict=True):
+            before = _manifest_stamp(out / config.name)
+            with _of_config(path):
+                done = api.run(
+                    config, out=out, mirror=mirror, progress=progress, force=force, wait=wait,
+                    **options,
+                )  # fmt: skip
+            if before is None or _manifest_stamp(done.path) != before:  # else: "up to date"
+                log.info("%s: wrote %s", config.name, done.path)
 
 
 def _manifest_stamp(run_dir: Path) -> tuple[int, int] | None:

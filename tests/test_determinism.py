@@ -152,6 +152,40 @@ def test_dask_local_cluster_gives_identical_bytes_and_no_dask_chatter(setup):
     assert "Scheduler" not in stderr and "Nanny" not in stderr, stderr
 
 
+@pytest.mark.slow
+def test_one_local_dask_cluster_serves_every_config_of_a_command(setup, monkeypatch):
+    """A LocalCluster costs ~4 CPU s to start (its workers import everything): `genvdis run`
+    of several configs starts one for all of them, with the same bytes, and closes it at
+    the end; a run on another worker count gets a cluster of its own, the first closed."""
+    distributed = pytest.importorskip("distributed")
+    import dask.distributed
+    from distributed.core import Status
+
+    import genvdis
+
+    started = []
+
+    class Counted(distributed.LocalCluster):
+        def __init__(self, **kwargs) -> None:  # noqa: ANN003
+            started.append(self)
+            super().__init__(**kwargs)
+
+    monkeypatch.setattr(dask.distributed, "LocalCluster", Counted)
+    folder, configs, reference = setup
+    dask = ["--backend", "dask", "--jobs", "2", "--force", "-q"]
+    _run([*configs, *dask, "--out", str(folder / "kept")])
+    assert len(started) == 1
+    assert started[0].status == Status.closed
+    assert _bytes(folder / "kept") == reference
+    with parallel.local_cluster_kept():
+        for jobs in (2, 3):
+            genvdis.run(configs[0], out=folder / f"on{jobs}", jobs=jobs, backend="dask", force=True)
+        assert len(started) == 3
+        assert started[1].status == Status.closed
+        assert started[2].status == Status.running
+    assert started[2].status == Status.closed
+
+
 def test_dask_external_scheduler_gets_the_data_once_and_the_tasks(setup, dask_cluster):
     # two single-threaded workers, threads of this process (`dask_cluster`; the test above
     # uses worker processes)

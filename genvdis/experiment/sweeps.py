@@ -22,6 +22,7 @@ from typing import Any
 
 import pandas as pd
 
+from genvdis._runtime import parallel as backends
 from genvdis.analysis import sensitivity
 from genvdis.config import variants
 from genvdis.config.experiment import ExperimentConfig
@@ -158,24 +159,26 @@ def _misfit(config: ExperimentConfig, data: PreparedData | DataSummary) -> str:
 
 
 def run_planned(planned: list[Planned], out: Path, **options: Any) -> None:
-    """Run each variant that is not the same as an earlier one, then write the index."""
-    for number, item in enumerate(planned, 1):
-        name, variant = item.config.name, item.variant.id
-        if item.same_as:
-            log.info("%s: %s: same design as %s: not run again", name, variant, item.same_as)
-            continue
-        if item.not_run:
-            log.info("%s: %s: does not apply, not run: %s", name, variant, item.not_run)
-            continue
-        log.info("%s: variant %s (%d of %d)", name, variant, number, len(planned))
-        engine.run_experiment(
-            item.config,
-            out,
-            folder=item.folder,
-            base_dir=item.config.data_dir,
-            raw=item.raw,
-            **options,
-        )
+    """Run each variant that is not the same as an earlier one, then write the index (with
+    `--backend dask`, every variant on one LocalCluster)."""
+    with backends.local_cluster_kept():
+        for number, item in enumerate(planned, 1):
+            name, variant = item.config.name, item.variant.id
+            if item.same_as:
+                log.info("%s: %s: same design as %s: not run again", name, variant, item.same_as)
+                continue
+            if item.not_run:
+                log.info("%s: %s: does not apply, not run: %s", name, variant, item.not_run)
+                continue
+            log.info("%s: variant %s (%d of %d)", name, variant, number, len(planned))
+            engine.run_experiment(
+                item.config,
+                out,
+                folder=item.folder,
+                base_dir=item.config.data_dir,
+                raw=item.raw,
+                **options,
+            )
     write_index(planned, out)
 
 
