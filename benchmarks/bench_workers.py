@@ -1,8 +1,8 @@
 """What workers cost: the CPU seconds of `genvdis run --jobs 1` against two workers (forked, the
 default backend's, and loky's), a dask LocalCluster of two workers started for the run, and a
-dask cluster of two workers already up, on the same config and splits, in fresh processes; and,
-with
---study, the wall time of `genvdis study` of several configs against `genvdis run` of the same.
+dask cluster of two workers already up, on the same config and splits, in fresh processes;
+and, with --study, the wall time of `genvdis study` of several configs against `genvdis run` of
+the same.
 
     GENVDIS_MIRROR=../shared/uci python benchmarks/bench_workers.py \
         [--config configs/optdigits-2v3.yaml:1000 configs/adult-discrete.yaml:500] [--repeat 3] \
@@ -24,9 +24,9 @@ processes is started once, in its own process, before the rounds, and each run i
 it with --scheduler. Its CPU is the run's own plus what the cluster's processes (scheduler and
 workers, read from /proc: Linux only) spent during it, less what they spend idle (their
 heartbeats and monitors, measured over 10 s before the rounds) for as long as the run took.
---against DIR measures
-another checkout's genvdis too (its code first on PYTHONPATH, this venv's libraries), in the same
-rounds, side by side.
+
+--against DIR measures another checkout's genvdis too (its code first on PYTHONPATH, this
+venv's libraries), in the same rounds, side by side.
 
 --study times one command running every config against `genvdis run` of the same configs (one
 after another in one process), both on 2 workers (loky, then a dask LocalCluster), in
@@ -55,6 +55,7 @@ CASES = {  # name: extra arguments of `genvdis run`
     "dask, 2 workers": ["--jobs", "2", "--force", "--backend", "dask"],
     "dask, cluster up": ["--jobs", "2", "--force", "--backend", "dask", "--scheduler"],
 }
+CASE_NUMBER = {case: n for n, case in enumerate(CASES)}  # for the runs' folder names
 UP = "dask, cluster up"  # its address is added to its arguments
 IDLE_SECONDS = 10.0
 
@@ -79,12 +80,17 @@ class Cluster:
 
     def cpu(self) -> float:
         """CPU seconds (user + system) of the cluster's process and its live children."""
-        tick, total = os.sysconf("SC_CLK_TCK"), 0
+        ticks = 0
         for pid in _process_tree(self.process.pid):
             with contextlib.suppress(OSError):
-                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-                total += int(fields[11]) + int(fields[12])  # utime, stime
-        return total / tick
+                fields = _stat(pid)
+                ticks += int(fields[11]) + int(fields[12])  # utime, stime
+        return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _stat(pid: int | str) -> list[str]:
+    """The fields of /proc/<pid>/stat after the command's name (its state first)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
 
 
 def _process_tree(pid: int) -> list[int]:
@@ -93,8 +99,7 @@ def _process_tree(pid: int) -> list[int]:
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             with contextlib.suppress(OSError):
-                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                children.setdefault(parent, []).append(int(entry.name))
+                children.setdefault(int(_stat(entry.name)[1]), []).append(int(entry.name))
     found, todo = [], [pid]
     while todo:
         found.append(todo.pop())
@@ -210,14 +215,13 @@ def main() -> None:
         for config, _ in configs:  # untimed: data cache, numba's cache (a worker's read-only
             for case in args.cases:  # arrays are kernel signatures of their own), .pyc files
                 for side, tree in sides.items():
-                    warm = Path(scratch) / f"warm-{list(CASES).index(case)}-{side}"
+                    warm = Path(scratch) / f"warm-{CASE_NUMBER[case]}-{side}"
                     _run(config, 20, case, warm, tree, clusters[side])
         for n in range(args.repeat):
             for config, splits in configs:
                 for case in args.cases:
                     for side, tree in sides.items():
-                        slug = f"{side}-{n}-{Path(config).stem}-{list(CASES).index(case)}"
-                        out = Path(scratch) / slug
+                        out = Path(scratch) / f"{side}-{n}-{Path(config).stem}-{CASE_NUMBER[case]}"
                         took = _run(config, splits, case, out, tree, clusters[side])
                         cpu.setdefault((config, case, side), []).append(took)
         idle = ", ".join(f"{s} {c.idle_rate:.3f}" for s, c in clusters.items() if c)

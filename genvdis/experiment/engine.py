@@ -398,8 +398,9 @@ def compute(
         if not kernelcache.compiled_before():
             log.info(COMPILING)
         order = sorted(range(len(runs)), key=lambda i: -runs[i].cpu_seconds)  # longest first
+        protocols = [Protocol.of(run.config) for run in runs]
         calls = [
-            (i, runs[i].encoded, runs[i].models, m, block, Protocol.of(runs[i].config))
+            (i, runs[i].encoded, runs[i].models, m, block, protocols[i])
             for i in order
             for m, block in todo[i]
         ]
