@@ -2,7 +2,7 @@
 sampler against an earlier commit's, side by side.
 
     GENVDIS_MIRROR=/work/shared/uci python benchmarks/bench_sampler.py [--splits 20]
-        [--repeat 3] [--against REV] [--panel SPLITS] [configs/optdigits-2v3.yaml:800 ...]
+        [--repeat 3] [--against REV [--panel SPLITS | --bases]] [configs/optdigits-2v3.yaml:800 ...]
 
 For each config and m (default: every m of the config's grid), the first `--splits` splits'
 separable training sets are sampled as logistic regression samples them
@@ -12,6 +12,11 @@ the constraint rows and B = A Q (O(m r^2)), the Gram matrix G = B B^T (O(m^2 r))
 chains (the whole call, stages included). Issue 17 asked whether, when m > d + 1, working in
 weight space would be faster: the Gram column shows what it could save at most
 (docs/separable.md, "What it costs").
+
+With `--against REV --bases`, only the orthonormal bases of the constraint rows' span
+(`portable.row_space_bases`, the fixed-order QR the chains run in where m < d), REV's
+`portable.py` beside the working tree's, on each m's separable sets (m < d), alternately: ms per
+split (CPU), the ratio, and whether every bit is the same.
 
 With `--against REV`, the sampler as committed at REV
 (genvdis/models/logistic/separable/sampler.py, or
@@ -29,6 +34,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -37,6 +43,7 @@ from types import ModuleType
 import numpy as np
 from sampler_mixing import newton_starts
 
+from genvdis._runtime import portable
 from genvdis._runtime.streams import stream_keys
 from genvdis._runtime.tuning import one_thread
 from genvdis.experiment.engine import run_block
@@ -49,20 +56,28 @@ from _setup import Setup, load
 REPO = Path(__file__).resolve().parents[1]
 
 
-def committed(rev: str) -> ModuleType:
-    """The sampler's module as committed at `rev`, imported from a temporary file."""
-    for name in ("sampler", "hyperplanes"):  # the sampler lived in hyperplanes.py until 0.6.0
+def committed(rev: str, paths: tuple[str, ...] | None = None) -> ModuleType:
+    """The sampler's module as committed at `rev` (or the first of `paths` that exists
+    there), imported from a temporary file."""
+    # the sampler lived in hyperplanes.py until 0.6.0, in genvdis/ itself until 0.10.0
+    paths = paths or (
+        "genvdis/models/logistic/separable/sampler.py", "genvdis/sampler.py",
+        "genvdis/hyperplanes.py",
+    )  # fmt: skip
+    for path in paths:
         shown = subprocess.run(
-            ["git", "show", f"{rev}:genvdis/{name}.py"], cwd=REPO, capture_output=True, text=True
+            ["git", "show", f"{rev}:{path}"], cwd=REPO, capture_output=True, text=True
         )
         if shown.returncode == 0:
             break
     shown.check_returncode()
+    name = Path(path).stem
     source = shown.stdout
     path = Path(tempfile.mkdtemp()) / f"{name}_{rev.replace('~', '_')}.py"
     path.write_text(source)
     spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[path.stem] = module  # its dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
@@ -123,6 +138,30 @@ def panel(setup: Setup, samplers: list[ModuleType], splits: int, repeat: int) ->
     print(f"{setup.config.name:24} {base:8.2f} {new:8.2f} {base / new:6.2f}x", flush=True)
 
 
+def bases(setup: Setup, old: ModuleType, splits: int, repeat: int) -> None:
+    """ms per split of the row-space bases (`portable.row_space_bases`, the QR the chains run
+    in where m < d) as committed (`old`) and now, alternately, on each m's separable sets;
+    and whether every bit of the two is the same."""
+    for m in setup.config.size_grid:
+        A = sets(setup, m, splits)[0]
+        if len(A) == 0 or m >= A.shape[2]:
+            continue
+        functions = (old.row_space_bases, portable.row_space_bases)
+        for function in functions:  # compile, outside the timings
+            function(A[:1])
+        times: list[list[float]] = [[], []]
+        for _ in range(repeat):
+            results = []
+            for function, seconds in zip(functions, times, strict=True):
+                began = time.process_time()
+                results.append(function(A))
+                seconds.append(time.process_time() - began)
+        same = np.array_equal(results[0].view(np.uint64), results[1].view(np.uint64))
+        base, new = best(times[0], len(A)), best(times[1], len(A))
+        print(f"{setup.config.name:16} {m:5d} {A.shape[2]:4d} {len(A):4d} {base:9.3f} "
+              f"{new:8.3f} {base / new:5.2f}x {str(same):>9}", flush=True)  # fmt: skip
+
+
 def sets(setup: Setup, m: int, splits: int):
     """The separable training sets among the first `splits` at m: rows, starts and keys."""
     Z, y = setup.encoded.reference, setup.encoded.y
@@ -142,7 +181,18 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--against", metavar="REV", help="time this commit's sampler beside")
     parser.add_argument("--panel", type=int, metavar="SPLITS", help="with --against: whole grids")
+    parser.add_argument("--bases", action="store_true", help="with --against: the QR alone")
     args = parser.parse_args()
+    if args.bases:
+        if not args.against:
+            parser.error("--bases needs --against REV")
+        old = committed(args.against, ("genvdis/_runtime/portable.py", "genvdis/portable.py"))
+        print(f"{'panel':16} {'m':>5} {'d+1':>4} {'sep':>4} {args.against[:8] + ' ms':>9} "
+              f"{'now ms':>8} {'ratio':>6} {'identical':>9}")  # fmt: skip
+        with one_thread():
+            for target in args.targets:
+                bases(load(target.partition(":")[0]), old, args.splits, args.repeat)
+        return
     samplers = [committed(args.against), sampler] if args.against else []
     if args.against and args.panel:
         print(f"{'panel (whole grid, s)':24} {args.against[:8]:>8} {'now':>8} {'ratio':>7}")

@@ -225,10 +225,50 @@ def _reflect(v: np.ndarray, tau: float, x: np.ndarray, k: int) -> None:
 
 
 @jit
+def _reflect4(v: np.ndarray, tau: float, X: np.ndarray, i: int, k: int) -> None:
+    """`_reflect` of rows i..i+3 of X at once, each the same bits as alone: the four dots
+    are independent chains, each in `_reflect`'s order, that the CPU overlaps (one dot alone
+    waits on each add before the next: its order is fixed, so it cannot be split)."""
+    a, b, c, e = X[i], X[i + 1], X[i + 2], X[i + 3]
+    fa = fb = fc = fe = 0.0
+    for j in range(k, v.shape[0]):
+        vj = v[j]
+        fa += vj * a[j]
+        fb += vj * b[j]
+        fc += vj * c[j]
+        fe += vj * e[j]
+    fa *= tau
+    fb *= tau
+    fc *= tau
+    fe *= tau
+    for j in range(k, v.shape[0]):
+        a[j] -= fa * v[j]
+        b[j] -= fb * v[j]
+        c[j] -= fc * v[j]
+        e[j] -= fe * v[j]
+
+
+@jit
+def _reflect_rows(v: np.ndarray, tau: float, X: np.ndarray, start: int, k: int) -> None:
+    """`_reflect` of each row of X from `start` on, four at a time (`_reflect4`)."""
+    n = X.shape[0]
+    i = start
+    while i + 4 <= n:
+        _reflect4(v, tau, X, i, k)
+        i += 4
+    for r in range(i, n):
+        _reflect(v, tau, X[r], k)
+
+
+@jit
 def row_space_bases(A: np.ndarray) -> np.ndarray:
     """An orthonormal basis of each A_s's row space (A (S, m, d), m < d): Q_s^T (S, m, d),
     the first m columns of the Q of A_s^T's Householder QR, with LAPACK's conventions (each
-    reflector I - tau v v^T, v_k = 1, beta = -sign(alpha) ||x||), in fixed-order loops."""
+    reflector I - tau v v^T, v_k = 1, beta = -sign(alpha) ||x||), in fixed-order loops.
+    Each reflector acts on every vector it applies to before the next one does (Q's columns
+    too: column c gets H_c, ..., H_0 in that order, as Q e_c = H_0 ... H_c e_c), so the
+    vectors' reflections run four side by side (`_reflect_rows`), each with the bits of its
+    own sequence."""
     S, m, d = A.shape
     out = np.empty((S, m, d))
     V = np.empty((m, d))  # the reflectors' vectors, row k zero before k
@@ -246,7 +286,7 @@ def row_space_bases(A: np.ndarray) -> np.ndarray:
                 xnorm2 += x[j] * x[j]
             for j in range(d):
                 V[k, j] = 0.0
-            if xnorm2 == 0.0:
+            if xnorm2 == 0.0:  # H_k = I: the later columns stay as they are
                 tau[k] = 0.0
                 V[k, k] = 1.0
                 continue
@@ -257,15 +297,14 @@ def row_space_bases(A: np.ndarray) -> np.ndarray:
             V[k, k] = 1.0
             for j in range(k + 1, d):
                 V[k, j] = x[j] * scale
-            for i in range(k + 1, m):  # reflect the later columns of A_s^T (rows of R)
-                _reflect(V[k], tau[k], R[i], k)
-        for c in range(m):  # Q e_c = H_0 H_1 ... H_{m-1} e_c, applied from the last
-            q = out[s, c]
+            _reflect_rows(V[k], tau[k], R, k + 1, k)  # the later columns of A_s^T
+        Q = out[s]  # row c: Q e_c = H_0 H_1 ... H_c e_c, the reflectors from the last
+        for c in range(m):
             for j in range(d):
-                q[j] = 0.0
-            q[c] = 1.0
-            for k in range(min(c, m - 1), -1, -1):
-                _reflect(V[k], tau[k], q, k)
+                Q[c, j] = 0.0
+            Q[c, c] = 1.0
+        for k in range(m - 1, -1, -1):
+            _reflect_rows(V[k], tau[k], Q, k, k)
     return out
 
 
