@@ -11,6 +11,10 @@ that the machine's load drifts over all of them alike. It prints:
   the whole interpreter's);
 - `genvdis --help`, `genvdis fetch DATASET` (--dataset, default pima; a cache hit after the
   first round): the whole process, as a user types it;
+- the libraries a run loads, imported: `python -c "import numpy, numba, pandas, pydantic,
+  scipy, typer, yaml"`, the floor of any run's start-up on this stack;
+- `--jobs 1, 2 splits per m`: a run with next to no work (the smallest --splits), so its fixed
+  cost: imports, numba's cache loads, config, data, plan and the results written;
 - first task: from process start to the first block of splits (imports and the run's set-up:
   config, data, plan, run folder), for `genvdis run CONFIG --jobs 1`;
 - `--jobs 1, every run checkpointed`: the same run with GENVDIS_CHECKPOINT_FROM=0, which
@@ -56,6 +60,9 @@ CHECKPOINT_ENV = "GENVDIS_CHECKPOINT_FROM"  # genvdis.experiment.planning's (not
 IMPORT_CLI = (
     "import time; t = time.perf_counter(); import genvdis.cli; print(time.perf_counter() - t)"
 )
+# the third-party libraries every `genvdis run` loads (and nothing of genvdis): the floor of
+# a run's start-up on this stack, whatever genvdis does
+IMPORT_LIBRARIES = "import numpy, numba, pandas, pydantic, scipy, typer, yaml"
 
 
 def _first_task(argv: list[str]) -> None:
@@ -135,6 +142,8 @@ def _genvdis_round(config: str, splits: int, out: Path, tree: str | None, datase
         "genvdis --help": _wall([cli, "--help"], env=env),
         f"genvdis fetch {dataset}": _wall([cli, "fetch", dataset], env=env),
         "first task (--jobs 1)": _wall([*me, "--first-task", *first, "-q"], env=env),
+        "the libraries a run loads, imported": _wall([sys.executable, "-c", IMPORT_LIBRARIES]),
+        "genvdis --jobs 1, 2 splits per m": _wall(_genvdis(config, 2, 1, out / "fixed"), env=env),
         "genvdis --jobs 1": _wall(_genvdis(config, splits, 1, out / "j1"), env=env),
         "genvdis --jobs 1, every run checkpointed": _wall(
             _genvdis(config, splits, 1, out / "j1c"), env={**env, CHECKPOINT_ENV: "0"}
