@@ -261,6 +261,28 @@ def _reflect_rows(v: np.ndarray, tau: float, X: np.ndarray, start: int, k: int) 
 
 
 @jit
+def _reflector(x: np.ndarray, k: int, v: np.ndarray) -> float:
+    """LAPACK's dlarfg for x[k:]: the reflector I - tau v v^T that takes x[k:] to beta e_k,
+    beta = -sign(alpha) ||x[k:]|| (alpha = x_k, sign(+-0) = +1); v (zero before k, v_k = 1)
+    written, tau returned: 0 where x[k + 1:] is all 0 (H = I), else in [1, 2]."""
+    alpha = x[k]
+    xnorm2 = 0.0
+    for j in range(k + 1, x.size):
+        xnorm2 += x[j] * x[j]
+    for j in range(v.size):
+        v[j] = 0.0
+    v[k] = 1.0
+    if xnorm2 == 0.0:
+        return 0.0
+    norm = np.sqrt(alpha * alpha + xnorm2)
+    beta = -norm if alpha >= 0.0 else norm
+    scale = 1.0 / (alpha - beta)
+    for j in range(k + 1, x.size):
+        v[j] = x[j] * scale
+    return (beta - alpha) / beta
+
+
+@jit
 def row_space_bases(A: np.ndarray) -> np.ndarray:
     """An orthonormal basis of each A_s's row space (A (S, m, d), m < d): Q_s^T (S, m, d),
     the first m columns of the Q of A_s^T's Householder QR, with LAPACK's conventions (each
@@ -279,25 +301,9 @@ def row_space_bases(A: np.ndarray) -> np.ndarray:
             for j in range(d):
                 R[i, j] = A[s, i, j]
         for k in range(m):
-            x = R[k]
-            alpha = x[k]
-            xnorm2 = 0.0
-            for j in range(k + 1, d):
-                xnorm2 += x[j] * x[j]
-            for j in range(d):
-                V[k, j] = 0.0
-            if xnorm2 == 0.0:  # H_k = I: the later columns stay as they are
-                tau[k] = 0.0
-                V[k, k] = 1.0
-                continue
-            norm = np.sqrt(alpha * alpha + xnorm2)
-            beta = -norm if alpha >= 0.0 else norm
-            tau[k] = (beta - alpha) / beta
-            scale = 1.0 / (alpha - beta)
-            V[k, k] = 1.0
-            for j in range(k + 1, d):
-                V[k, j] = x[j] * scale
-            _reflect_rows(V[k], tau[k], R, k + 1, k)  # the later columns of A_s^T
+            tau[k] = _reflector(R[k], k, V[k])
+            if tau[k] != 0.0:  # else H_k = I: the later columns stay as they are
+                _reflect_rows(V[k], tau[k], R, k + 1, k)  # the later columns of A_s^T
         Q = out[s]  # row c: Q e_c = H_0 H_1 ... H_c e_c, the reflectors from the last
         for c in range(m):
             for j in range(d):

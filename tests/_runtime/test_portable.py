@@ -15,7 +15,8 @@ from genvdis._runtime import portable
 @numba.njit(nogil=True, fastmath={"contract"}, error_model="numpy")
 def _one_at_a_time(A):  # noqa: ANN001, ANN202 (compiled)
     """The loop as it was before the reflections ran four side by side (genvdis 0.10.0): each
-    vector reflected alone, Q's columns one after another."""
+    vector reflected alone, Q's columns one after another (the reflectors are `portable`'s:
+    what changed is the order the reflections run in)."""
     S, m, d = A.shape
     out = np.empty((S, m, d))
     V, tau, R = np.empty((m, d)), np.empty(m), np.empty((m, d))
@@ -24,24 +25,9 @@ def _one_at_a_time(A):  # noqa: ANN001, ANN202 (compiled)
             for j in range(d):
                 R[i, j] = A[s, i, j]
         for k in range(m):
-            x = R[k]
-            alpha = x[k]
-            xnorm2 = 0.0
-            for j in range(k + 1, d):
-                xnorm2 += x[j] * x[j]
-            for j in range(d):
-                V[k, j] = 0.0
-            if xnorm2 == 0.0:
-                tau[k] = 0.0
-                V[k, k] = 1.0
+            tau[k] = portable._reflector(R[k], k, V[k])
+            if tau[k] == 0.0:
                 continue
-            norm = np.sqrt(alpha * alpha + xnorm2)
-            beta = -norm if alpha >= 0.0 else norm
-            tau[k] = (beta - alpha) / beta
-            scale = 1.0 / (alpha - beta)
-            V[k, k] = 1.0
-            for j in range(k + 1, d):
-                V[k, j] = x[j] * scale
             for i in range(k + 1, m):
                 portable._reflect(V[k], tau[k], R[i], k)
         for c in range(m):
