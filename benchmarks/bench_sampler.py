@@ -64,17 +64,15 @@ def committed(rev: str, paths: tuple[str, ...] | None = None) -> ModuleType:
         "genvdis/models/logistic/separable/sampler.py", "genvdis/sampler.py",
         "genvdis/hyperplanes.py",
     )  # fmt: skip
-    for path in paths:
+    for source in paths:
         shown = subprocess.run(
-            ["git", "show", f"{rev}:{path}"], cwd=REPO, capture_output=True, text=True
+            ["git", "show", f"{rev}:{source}"], cwd=REPO, capture_output=True, text=True
         )
         if shown.returncode == 0:
             break
     shown.check_returncode()
-    name = Path(path).stem
-    source = shown.stdout
-    path = Path(tempfile.mkdtemp()) / f"{name}_{rev.replace('~', '_')}.py"
-    path.write_text(source)
+    path = Path(tempfile.mkdtemp()) / f"{Path(source).stem}_{rev.replace('~', '_')}.py"
+    path.write_text(shown.stdout)
     spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[path.stem] = module  # its dataclasses look their module up there

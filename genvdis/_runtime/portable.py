@@ -309,8 +309,8 @@ def row_space_bases(A: np.ndarray) -> np.ndarray:
             for j in range(d):
                 Q[c, j] = 0.0
             Q[c, c] = 1.0
-        for k in range(m - 1, -1, -1):
-            _reflect_rows(V[k], tau[k], Q, k, k)
+        for k in range(m - 1, -1, -1):  # H_k = I too (tau 0): x - 0 v can turn -0.0 into
+            _reflect_rows(V[k], tau[k], Q, k, k)  # +0.0, and Q's bits always had it
     return out
 
 
